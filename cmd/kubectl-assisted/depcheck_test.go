@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/kubectl-assisted/kubectl-assisted"
+
+// TestImportRules enforces the package rules of docs ARCHITECTURE: the work lives
+// in cobra-free packages, day2 never touches PostgreSQL, and the binary stays free
+// of k8s.io/kubectl and pkg/errors.
+func TestImportRules(t *testing.T) {
+	rules := []struct {
+		pkgs      string   // go list pattern, relative to the module
+		forbidden []string // import path prefixes
+		direct    bool     // only our own imports, not those of dependencies
+	}{
+		{"./bundle/...", []string{"github.com/spf13/cobra", "github.com/spf13/pflag", module + "/plugin", module + "/restore", module + "/day2"}, false},
+		{"./restore/...", []string{"github.com/spf13/cobra", "github.com/spf13/pflag", module + "/plugin", module + "/day2"}, false},
+		{"./day2/...", []string{"github.com/spf13/cobra", "github.com/spf13/pflag", "github.com/jackc/pgx", module + "/plugin", module + "/bundle", module + "/restore"}, false},
+		{"./...", []string{"k8s.io/kubectl"}, false},
+		{"./...", []string{"github.com/pkg/errors", "github.com/hashicorp/go-multierror"}, true},
+	}
+	for _, r := range rules {
+		t.Run(r.pkgs, func(t *testing.T) {
+			for pkg, deps := range listDeps(t, r.pkgs, r.direct) {
+				for _, d := range deps {
+					for _, f := range r.forbidden {
+						if d == f || strings.HasPrefix(d, f+"/") {
+							t.Errorf("%s imports %s (forbidden for %s)", pkg, d, r.pkgs)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLibrariesNeverPrint keeps bundle/, restore/ and day2/ silent: they report
+// through writers, loggers and callbacks that the CLI hands them.
+func TestLibrariesNeverPrint(t *testing.T) {
+	root := filepath.Join("..", "..")
+	for _, dir := range []string{"bundle", "restore", "day2"} {
+		_ = filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+			if err != nil {
+				t.Error(err)
+				return nil
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				x, ok := sel.X.(*ast.Ident)
+				if !ok {
+					return true
+				}
+				switch name := x.Name + "." + sel.Sel.Name; {
+				case name == "os.Stdout", name == "os.Stderr",
+					name == "fmt.Print", name == "fmt.Printf", name == "fmt.Println",
+					x.Name == "log" && strings.HasPrefix(sel.Sel.Name, "Print"):
+					t.Errorf("%s uses %s: library packages never print", path, name)
+				}
+				return true
+			})
+			return nil
+		})
+	}
+}
+
+func listDeps(t *testing.T, pattern string, direct bool) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps=false", "-json", pattern)
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pattern, err)
+	}
+	res := map[string][]string{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p struct {
+			ImportPath string
+			Deps       []string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if direct {
+			res[p.ImportPath] = p.Imports
+		} else {
+			res[p.ImportPath] = p.Deps
+		}
+	}
+	if len(res) == 0 {
+		t.Fatalf("go list %s: no packages", pattern)
+	}
+	return res
+}

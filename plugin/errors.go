@@ -1,0 +1,10 @@
+package plugin
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
+)
+
+// usageErr marks err as a usage error of cmd (exit code 2, pointer to --help).
+func usageErr(cmd *cobra.Command, err error) error { return clierr.Usage(cmd, err) }
