@@ -56,6 +56,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(
 		NewCmdVersion(env),
 		NewCmdCompletion(env),
+		NewCmdAddNodes(env),
 	)
 	return cmd
 }
