@@ -6,6 +6,7 @@ replace github.com/kubectl-assisted/kubectl-assisted => ../
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/kubectl-assisted/kubectl-assisted v0.0.0-00010101000000-000000000000
 	github.com/olareg/olareg v0.2.2
 	golang.org/x/crypto v0.59.0
 	k8s.io/apimachinery v0.34.3

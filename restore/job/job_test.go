@@ -1,0 +1,82 @@
+package job
+
+import (
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func validOptions() Options {
+	return Options{
+		Namespace:      "multicluster-engine",
+		Ref:            "registry.example.com/assisted/bundle@sha256:" + strings.Repeat("ab", 32),
+		Digest:         "sha256:" + strings.Repeat("ab", 32),
+		RestoreImage:   "quay.io/example/kubectl-assisted:v1",
+		DatabaseSize:   resource.MustParse("10Gi"),
+		FilesystemSize: resource.MustParse("20Gi"),
+		Identity:       "AGE-SECRET-KEY-1TEST",
+		RegistryAuth:   []byte(`{"auths":{}}`),
+	}
+}
+
+func TestObjects(t *testing.T) {
+	objs, err := Objects(validOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job *batchv1.Job
+	pvcs := map[string]string{}
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *batchv1.Job:
+			job = v
+		case *corev1.PersistentVolumeClaim:
+			q := v.Spec.Resources.Requests[corev1.ResourceStorage]
+			pvcs[v.Name] = q.String()
+		}
+	}
+	if pvcs[DatabasePVC] != "10Gi" || pvcs[FilesystemPVC] != "20Gi" {
+		t.Fatalf("PVC sizes = %v", pvcs)
+	}
+	if job == nil || job.Name != "kubectl-assisted-restore-abababababab" {
+		t.Fatalf("job = %v", job)
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	cmdline := strings.Join(append(c.Command, c.Args...), " ")
+	if !strings.Contains(cmdline, "restore "+validOptions().Ref) || strings.Contains(cmdline, "AGE-SECRET-KEY") {
+		t.Fatalf("command line %q", cmdline)
+	}
+	for _, e := range c.Env {
+		if e.Name == "DB_PASS" && (e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef.Key != "db.password") {
+			t.Fatalf("DB_PASS must come from the postgres Secret: %+v", e)
+		}
+	}
+	side := job.Spec.Template.Spec.InitContainers[0]
+	if side.RestartPolicy == nil || *side.RestartPolicy != corev1.ContainerRestartPolicyAlways || side.Image != DefaultDatabaseImage {
+		t.Fatalf("database sidecar = %+v", side)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Options)
+		want   string
+	}{
+		{"tag not digest", func(o *Options) { o.Ref = "registry.example.com/b:latest" }, "pinned by digest"},
+		{"no image", func(o *Options) { o.RestoreImage = "" }, "restore image"},
+		{"no sizes", func(o *Options) { o.DatabaseSize = resource.Quantity{} }, "PVC sizes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := validOptions()
+			tt.mutate(&o)
+			if _, err := Objects(o); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Objects() error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
