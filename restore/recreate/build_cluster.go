@@ -98,10 +98,14 @@ func (p *plan) agentClusterInstall(c *Cluster, name, cdName string) (*unstructur
 	}
 	set(aci, "spec.provisionRequirements", req)
 	if !c.VIPDHCPAllocation {
+		// The deprecated single VIPs go along, as ABI writes them: the
+		// controller fails when one differs from the first of its list.
 		if len(c.APIVIPs) > 0 {
+			set(aci, "spec.apiVIP", c.APIVIPs[0])
 			set(aci, "spec.apiVIPs", stringsToAny(c.APIVIPs))
 		}
 		if len(c.IngressVIPs) > 0 {
+			set(aci, "spec.ingressVIP", c.IngressVIPs[0])
 			set(aci, "spec.ingressVIPs", stringsToAny(c.IngressVIPs))
 		}
 	}

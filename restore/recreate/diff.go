@@ -24,7 +24,7 @@ type Difference struct {
 	// Column is the database column compared with, e.g. clusters.name.
 	Column string `json:"column"`
 	// Object and Database are the two values as the controller sees them
-	// (null when absent); secret values read "<redacted>".
+	// (null when absent); secret values read "(redacted)".
 	Object   any `json:"object"`
 	Database any `json:"database"`
 	// Note says what the controller would do, when it is not a plain update.
@@ -32,7 +32,7 @@ type Difference struct {
 }
 
 // Redacted replaces secret values in differences and errors.
-const Redacted = "<redacted>"
+const Redacted = "(redacted)"
 
 // String renders the difference on one line for people.
 func (d Difference) String() string {
@@ -54,11 +54,13 @@ func render(v any) string {
 	if v == nil {
 		return "<none>"
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // ExitCode is the exit status of `restore --recreate-resources --diff`, as

@@ -134,6 +134,12 @@ func (d *differ) networks(cd, aci *unstructured.Unstructured, c *Cluster) {
 	if !c.VIPDHCPAllocation {
 		api := vipList(getString(aci, "spec.apiVIP"), getStrings(aci, "spec.apiVIPs"))
 		ingress := vipList(getString(aci, "spec.ingressVIP"), getStrings(aci, "spec.ingressVIPs"))
+		for _, v := range []struct{ single, list string }{{"apiVIP", "apiVIPs"}, {"ingressVIP", "ingressVIPs"}} {
+			single, list := getString(aci, "spec."+v.single), getStrings(aci, "spec."+v.list)
+			if single != "" && len(list) > 0 && !sameVIPs([]string{single}, list[:1]) {
+				d.note(aci, "spec."+v.single, "-", single, list[0], "must equal the first of spec."+v.list+": the controller fails")
+			}
+		}
 		if len(api) > 0 || len(ingress) > 0 {
 			if !sameVIPs(api, c.APIVIPs) {
 				d.add(aci, "spec.apiVIPs", "api_vips", api, c.APIVIPs)
