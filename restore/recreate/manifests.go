@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -155,7 +156,13 @@ func (p *plan) overlay(built, manifest *unstructured.Unstructured) *unstructured
 	}
 	p.manifests.used[manifest] = true
 	man := clean(manifest)
-	name, ns := built.GetName(), built.GetNamespace()
+	name, ns, manifestNS := built.GetName(), built.GetNamespace(), man.GetNamespace()
+	refs := map[string]any{}
+	for _, path := range planRefs[built.GetKind()] {
+		if v := get(built, path); v != nil {
+			refs[path] = runtime.DeepCopyJSONValue(v) // merge below changes maps in place
+		}
+	}
 	if p.opts.PreferDatabase {
 		merge(man.Object, built.Object)
 		built = man
@@ -164,7 +171,24 @@ func (p *plan) overlay(built, manifest *unstructured.Unstructured) *unstructured
 	}
 	built.SetName(name)
 	built.SetNamespace(ns)
+	for _, path := range planRefs[built.GetKind()] {
+		if v, ok := refs[path]; ok {
+			set(built, path, v)
+		} else if ref := getMap(built, path); ref != nil && ref["namespace"] == manifestNS && ns != "" {
+			ref["namespace"] = ns // a reference into the manifests' namespace follows it
+		}
+	}
 	return built
+}
+
+// planRefs are the references between objects the plan names: they follow
+// the plan (which takes the manifests' names where there are manifests), so
+// they stay consistent with the kube keys and the objects built from rows.
+var planRefs = map[string][]string{
+	kindCD:       {"spec.clusterInstallRef", "spec.pullSecretRef"},
+	kindACI:      {"spec.clusterDeploymentRef", "spec.imageSetRef", "spec.mirrorRegistryRef", "spec.ignitionEndpoint.caCertificateReference"},
+	kindInfraEnv: {"spec.clusterRef", "spec.pullSecretRef", "spec.mirrorRegistryRef"},
+	kindAgent:    {"spec.clusterDeploymentName", "spec.ignitionEndpointTokenReference"},
 }
 
 func (p *plan) unmatchedManifests() []*unstructured.Unstructured {

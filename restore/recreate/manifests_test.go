@@ -170,6 +170,24 @@ func TestManifestsOverlay(t *testing.T) {
 	}
 }
 
+func TestManifestsIntoOtherNamespace(t *testing.T) {
+	mf, err := LoadManifests(abiManifests("192.168.111.5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := FromRows(abiRows(), Options{Manifests: mf, Namespace: "elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diffs, _ := Diff(res.Objects, res.Rows); len(diffs) != 0 {
+		t.Fatalf("diffs = %v", diffs)
+	}
+	ie := find(t, res.Objects, kindInfraEnv, "ocp")
+	if ie.GetNamespace() != "elsewhere" || getString(ie, "spec.clusterRef.namespace") != "elsewhere" {
+		t.Errorf("InfraEnv %s, clusterRef %v: references must follow the namespace", ie.GetNamespace(), getMap(ie, "spec.clusterRef"))
+	}
+}
+
 func TestManifestsDisagreeing(t *testing.T) {
 	mf, err := LoadManifests(abiManifests("192.168.111.99"))
 	if err != nil {
