@@ -82,7 +82,7 @@ func clusterRow(s Scenario, objs scenarioObjects, cd, aci *unstructured.Unstruct
 		"schedulable_masters": boolean(aci, "spec", "mastersSchedulable"), "load_balancer_type": "cluster-managed",
 		"hyperthreading": hyperthreadingOf(aci), "install_config_overrides": aci.GetAnnotations()["agent-install.openshift.io/install-config-overrides"],
 		"ntp_sources": strings.Join(strs(aci, "spec", "ntpSources"), ","),
-		"http_proxy": str(aci, "spec", "proxy", "httpProxy"), "https_proxy": str(aci, "spec", "proxy", "httpsProxy"),
+		"http_proxy":  str(aci, "spec", "proxy", "httpProxy"), "https_proxy": str(aci, "spec", "proxy", "httpsProxy"),
 		"no_proxy": str(aci, "spec", "proxy", "noProxy"), "tags": aci.GetLabels()["agentclusterinstalls.agent-install.openshift.io/consumer"],
 		"ignored_cluster_validations": "", "ignored_host_validations": "",
 	}
@@ -168,9 +168,9 @@ func infraEnvRow(s Scenario, objs scenarioObjects, ie *unstructured.Unstructured
 		"type": orDefault(str(ie, "spec", "imageType"), "full-iso"), "pull_secret": pullSecret, "pull_secret_set": true,
 		"ssh_authorized_key": strings.TrimSpace(str(ie, "spec", "sshAuthorizedKey")),
 		"proxy_http_proxy":   httpProxy, "proxy_https_proxy": httpsProxy, "proxy_no_proxy": noProxy,
-		"proxy_hash":             fmt.Sprintf("%x", md5.Sum([]byte(httpProxy+httpsProxy+noProxy))), // #nosec G401
-		"additional_ntp_sources": strings.Join(strs(ie, "spec", "additionalNTPSources"), ","),
-		"ntp_sources":            strings.Join(strs(ie, "spec", "ntpSources"), ","),
+		"proxy_hash":               fmt.Sprintf("%x", md5.Sum([]byte(httpProxy+httpsProxy+noProxy))), // #nosec G401
+		"additional_ntp_sources":   strings.Join(strs(ie, "spec", "additionalNTPSources"), ","),
+		"ntp_sources":              strings.Join(strs(ie, "spec", "ntpSources"), ","),
 		"ignition_config_override": str(ie, "spec", "ignitionConfigOverride"),
 		"cpu_architecture":         orDefault(str(ie, "spec", "cpuArchitecture"), "x86_64"),
 		"openshift_version":        s.OpenshiftVersion,

@@ -148,6 +148,10 @@ func TestRecreate_ScenariosMatchDatabase(t *testing.T) {
 			for _, d := range diffs {
 				t.Errorf("difference: %s", d)
 			}
+			// Round trip: the manifests the rows came from come back, field by field.
+			for _, kind := range []string{"ClusterDeployment", "AgentClusterInstall", "InfraEnv"} {
+				compareSpecs(t, kind, flatten(normalize(one(s.Objects, kind), s.Objects)), flatten(normalize(one(res.Objects, kind), res.Objects)))
+			}
 			if got, want := countKind(live, "Agent"), len(s.Hosts); got != want {
 				t.Errorf("%d Agents, want one per host (%d)", got, want)
 			}
