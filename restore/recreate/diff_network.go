@@ -183,4 +183,3 @@ func versionAtLeast(v string, major, minor int) bool {
 	}
 	return ma > major || (ma == major && mi >= minor)
 }
-
