@@ -282,7 +282,9 @@ func (a *applier) applyStatus(ctx context.Context, it *Item) error {
 	return err
 }
 
-func (k ObjectKey) groupKind() schema.GroupKind { return schema.GroupKind{Group: k.Group, Kind: k.Kind} }
+func (k ObjectKey) groupKind() schema.GroupKind {
+	return schema.GroupKind{Group: k.Group, Kind: k.Kind}
+}
 
 func nonEmpty(s string) []string {
 	if s == "" {

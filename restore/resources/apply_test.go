@@ -45,7 +45,7 @@ func TestApply_CreatesInOrderAndRelinksOwners(t *testing.T) {
 	ie := f.get(t, "agent-install.openshift.io/v1beta1", "InfraEnv", "demo", "demo")
 	for _, c := range []struct {
 		apiVersion, kind, name string
-		owner              string
+		owner                  string
 	}{
 		{"extensions.hive.openshift.io/v1beta1", "AgentClusterInstall", "demo", string(cd.GetUID())},
 		{"agent-install.openshift.io/v1beta1", "Agent", hostID, string(ie.GetUID())},

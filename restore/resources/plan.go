@@ -195,7 +195,9 @@ type Item struct {
 func (it *Item) Key() ObjectKey { return KeyOf(it.Object) }
 
 // Note records a remark for the item's result.
-func (it *Item) Note(format string, args ...any) { it.Notes = append(it.Notes, fmt.Sprintf(format, args...)) }
+func (it *Item) Note(format string, args ...any) {
+	it.Notes = append(it.Notes, fmt.Sprintf(format, args...))
+}
 
 // Plan is the ordered, transformed set of objects to apply.
 type Plan struct {
