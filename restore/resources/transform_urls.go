@@ -99,12 +99,14 @@ func rebase(raw, base string) (string, error) {
 
 var (
 	clusterPathID  = regexp.MustCompile(`/clusters/([0-9a-fA-F-]{36})(/|$)`)
-	infraEnvPathID = regexp.MustCompile(`/infra-envs/([0-9a-fA-F-]{36})(/|$)`)
+	// assisted-service's /infra-envs/<id>/ and the image service's /byid/<id>/
+	// and /images/<id> paths.
+	infraEnvPathID = regexp.MustCompile(`/(?:infra-envs|byid|images)/([0-9a-fA-F-]{36})(/|$)`)
 )
 
 // idsFromURLs finds the cluster and infra-env ids in assisted-service URLs:
 // the cluster_id / infra_env_id query parameters or the /clusters/<id>/ and
-// /infra-envs/<id>/ path segments.
+// /infra-envs/<id>/ (or image service) path segments.
 func idsFromURLs(urls []string) (clusterID, infraEnvID string) {
 	for _, raw := range urls {
 		u, err := url.Parse(raw)
