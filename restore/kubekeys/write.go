@@ -46,7 +46,9 @@ type matcher struct {
 	claimed  map[string]string
 }
 
-func (m *matcher) problem(format string, args ...any) { m.problems = append(m.problems, fmt.Sprintf(format, args...)) }
+func (m *matcher) problem(format string, args ...any) {
+	m.problems = append(m.problems, fmt.Sprintf(format, args...))
+}
 
 // Write matches t against the database in tx and writes the kube keys. On a
 // *MismatchError nothing was written; the caller commits or rolls back tx.

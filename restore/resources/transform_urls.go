@@ -98,7 +98,7 @@ func rebase(raw, base string) (string, error) {
 }
 
 var (
-	clusterPathID  = regexp.MustCompile(`/clusters/([0-9a-fA-F-]{36})(/|$)`)
+	clusterPathID = regexp.MustCompile(`/clusters/([0-9a-fA-F-]{36})(/|$)`)
 	// assisted-service's /infra-envs/<id>/ and the image service's /byid/<id>/
 	// and /images/<id> paths.
 	infraEnvPathID = regexp.MustCompile(`/(?:infra-envs|byid|images)/([0-9a-fA-F-]{36})(/|$)`)
