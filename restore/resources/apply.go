@@ -86,6 +86,10 @@ func Apply(ctx context.Context, c Client, p *Plan) (*Report, error) {
 	}
 
 	for i, it := range p.Items {
+		if err := ctx.Err(); err != nil {
+			a.notAttempted(i, "not attempted: the restore was stopped")
+			return finish(err)
+		}
 		if err := a.applyItem(ctx, i, it, state[i]); err != nil {
 			a.notAttempted(i+1, fmt.Sprintf("not attempted: %s failed", it.Key()))
 			return finish(err)

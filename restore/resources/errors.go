@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -42,6 +43,9 @@ func (e *MissingAPIError) Error() string {
 
 // isUnreachable tells transport failures from answers of the API server.
 func isUnreachable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false // the caller stopped, the cluster did not fail
+	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		return false
