@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/kubectl-assisted/kubectl-assisted => ../
 
 require (
+	github.com/golang-jwt/jwt/v4 v4.5.2
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/kubectl-assisted/kubectl-assisted v0.0.0-00010101000000-000000000000
 	github.com/olareg/olareg v0.2.2
