@@ -126,7 +126,7 @@ func (o *Options) Validate() error {
 }
 
 // MapNamespace returns the target namespace of a source namespace.
-func (o *Options) MapNamespace(ns string) string {
+func (o Options) MapNamespace(ns string) string {
 	if to, ok := o.NamespaceMapping[ns]; ok {
 		return to
 	}
