@@ -82,10 +82,10 @@ func TestKubeKeys_MatchedAndWrittenOnTheRealSchema(t *testing.T) {
 	for sql, want := range map[string]string{
 		`SELECT coalesce(kube_key_name,''), coalesce(kube_key_namespace,'') FROM clusters WHERE id = '` + node0Cluster + `'`: "single-node|mce",
 		`SELECT coalesce(kube_key_name,''), coalesce(kube_key_namespace,'') FROM clusters WHERE id = '` + otherCl + `'`:      "|",
-		`SELECT name, coalesce(kube_key_namespace,'') FROM infra_envs WHERE id = '` + node0Infra + `'`:                      "myinfraenv|mce",
-		`SELECT name, coalesce(kube_key_namespace,'') FROM infra_envs WHERE id = '` + otherIE + `'`:                         "other_infra-env|",
-		`SELECT infra_env_id, coalesce(kube_key_namespace,'') FROM hosts WHERE id = '` + agentID + `'`:                      node0Infra + "|mce",
-		`SELECT infra_env_id, coalesce(kube_key_namespace,'') FROM hosts WHERE id = '` + otherHost + `'`:                    node0Infra + "|",
+		`SELECT name, coalesce(kube_key_namespace,'') FROM infra_envs WHERE id = '` + node0Infra + `'`:                       "myinfraenv|mce",
+		`SELECT name, coalesce(kube_key_namespace,'') FROM infra_envs WHERE id = '` + otherIE + `'`:                          "other_infra-env|",
+		`SELECT infra_env_id, coalesce(kube_key_namespace,'') FROM hosts WHERE id = '` + agentID + `'`:                       node0Infra + "|mce",
+		`SELECT infra_env_id, coalesce(kube_key_namespace,'') FROM hosts WHERE id = '` + otherHost + `'`:                     node0Infra + "|",
 	} {
 		if got := keysOf(t, conn, sql); got != want {
 			t.Errorf("%s\n got %s, want %s", sql, got, want)
