@@ -17,13 +17,13 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
-	"github.com/kubectl-assisted/kubectl-assisted/restore/resources"
+	crs "github.com/kubectl-assisted/kubectl-assisted/restore/resources"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
 )
 
 const testDigest = "sha256:5d41402abc4b2a76b9719d911017c592ae2f8cd1f2c7e3ad2f1f5c7a7b2c3d4e"
 
-func restoreClient(t *testing.T, cfg *rest.Config) resources.Client {
+func restoreClient(t *testing.T, cfg *rest.Config) crs.Client {
 	t.Helper()
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -33,7 +33,7 @@ func restoreClient(t *testing.T, cfg *rest.Config) resources.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resources.Client{Dynamic: dyn, Discovery: disc}
+	return crs.Client{Dynamic: dyn, Discovery: disc}
 }
 
 // restoredObjects lists every object of a restorable kind in ns (and the
@@ -41,7 +41,7 @@ func restoreClient(t *testing.T, cfg *rest.Config) resources.Client {
 func restoredObjects(t *testing.T, dyn dynamic.Interface, ns, id string) map[string]*unstructured.Unstructured {
 	t.Helper()
 	out := map[string]*unstructured.Unstructured{}
-	for _, s := range resources.Order {
+	for _, s := range crs.Order {
 		versions := map[string]string{"": "v1", "hive.openshift.io": "v1", "extensions.hive.openshift.io": "v1beta1",
 			"agent-install.openshift.io": "v1beta1", "metal3.io": "v1alpha1"}
 		gvr := schema.GroupVersionResource{Group: s.Group, Version: versions[s.Group], Resource: s.Resource}
@@ -73,14 +73,14 @@ func TestRestoreResources_OrderOwnersURLsOnRealAPIServer(t *testing.T) {
 	}
 	const serviceURL = "https://assisted-service-multicluster-engine.apps.cluster0.example.com"
 
-	rep, err := resources.Restore(context.Background(), restoreClient(t, k.Config), node0Export(t, id), resources.Options{
+	rep, err := crs.Restore(context.Background(), restoreClient(t, k.Config), node0Export(t, id), crs.Options{
 		NamespaceMapping: mapping(ns), ServiceURL: serviceURL, Signer: auth.URLSigner{Key: key}, BundleDigest: testDigest})
 	if err != nil {
 		js, _ := json.MarshalIndent(rep, "", "  ")
 		t.Fatalf("restore: %v\n%s", err, js)
 	}
 	// 11 objects: the Namespace exists already (the test made it), everything else is created.
-	if rep.Counts[resources.ActionCreated] != 10 || rep.Counts[resources.ActionUnchanged] != 1 || rep.Failed() {
+	if rep.Counts[crs.ActionCreated] != 10 || rep.Counts[crs.ActionUnchanged] != 1 || rep.Failed() {
 		t.Fatalf("counts = %v", rep.Counts)
 	}
 
@@ -91,7 +91,7 @@ func TestRestoreResources_OrderOwnersURLsOnRealAPIServer(t *testing.T) {
 		t.Fatalf("order webhook denied %v", hook.denied)
 	}
 	stepOf := map[string]int{}
-	for i, s := range resources.Order {
+	for i, s := range crs.Order {
 		stepOf[s.Kind] = i
 	}
 	last := -1
@@ -125,15 +125,15 @@ func TestRestoreResources_OrderOwnersURLsOnRealAPIServer(t *testing.T) {
 		if strings.HasPrefix(string(o.GetUID()), "0ld") || len(o.GetFinalizers()) > 0 {
 			t.Errorf("%s keeps node-0 server fields: uid %s finalizers %v", name, o.GetUID(), o.GetFinalizers())
 		}
-		if o.GetAnnotations()[resources.AnnotationBundleDigest] != testDigest {
+		if o.GetAnnotations()[crs.AnnotationBundleDigest] != testDigest {
 			t.Errorf("%s lacks the bundle digest annotation", name)
 		}
 		applied := false
 		for _, mf := range o.GetManagedFields() {
-			applied = applied || (mf.Manager == resources.DefaultFieldManager && mf.Operation == metav1.ManagedFieldsOperationApply)
+			applied = applied || (mf.Manager == crs.DefaultFieldManager && mf.Operation == metav1.ManagedFieldsOperationApply)
 		}
 		if !applied {
-			t.Errorf("%s not server-side applied by %s: %+v", name, resources.DefaultFieldManager, o.GetManagedFields())
+			t.Errorf("%s not server-side applied by %s: %+v", name, crs.DefaultFieldManager, o.GetManagedFields())
 		}
 		js, _ := json.Marshal(o.Object)
 		for _, h := range node0Hosts {
@@ -145,7 +145,7 @@ func TestRestoreResources_OrderOwnersURLsOnRealAPIServer(t *testing.T) {
 	if v, _, _ := unstructured.NestedBool(cd.Object, "spec", "preserveOnDelete"); !v {
 		t.Error("cluster 0's ClusterDeployment lacks spec.preserveOnDelete")
 	}
-	if agent.GetAnnotations()[resources.AnnotationSkipSpokeCleanup] != "true" {
+	if agent.GetAnnotations()[crs.AnnotationSkipSpokeCleanup] != "true" {
 		t.Error("agent lacks skip-spoke-cleanup")
 	}
 	for path, want := range map[string]string{"spec.clusterDeploymentName.name": "single-node", "spec.clusterDeploymentName.namespace": ns} {
@@ -157,7 +157,7 @@ func TestRestoreResources_OrderOwnersURLsOnRealAPIServer(t *testing.T) {
 		t.Errorf("infraenv spec.clusterRef.namespace = %q, want %q", got, ns)
 	}
 	bmh := objs["BareMetalHost/okd-5"]
-	if _, paused := bmh.GetAnnotations()[resources.AnnotationBMHPaused]; !paused || !strings.Contains(bmh.GetAnnotations()[resources.AnnotationBMHStatus], `"provisioned"`) {
+	if _, paused := bmh.GetAnnotations()[crs.AnnotationBMHPaused]; !paused || !strings.Contains(bmh.GetAnnotations()[crs.AnnotationBMHStatus], `"provisioned"`) {
 		t.Errorf("BMH annotations = %v", bmh.GetAnnotations())
 	}
 	// Status URLs: rewritten onto the service URL, signed with the key the
@@ -202,13 +202,13 @@ func TestRestoreResources_ConflictingClusterDeploymentStopsBeforeAnyChange(t *te
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := resources.Restore(context.Background(), restoreClient(t, k.Config), node0Export(t, ns),
-		resources.Options{NamespaceMapping: mapping(ns), BundleDigest: testDigest})
-	var ce *resources.ConflictError
+	rep, err := crs.Restore(context.Background(), restoreClient(t, k.Config), node0Export(t, ns),
+		crs.Options{NamespaceMapping: mapping(ns), BundleDigest: testDigest})
+	var ce *crs.ConflictError
 	if !errors.As(err, &ce) || len(ce.Objects) != 1 || ce.Objects[0].Name != "single-node" || !strings.Contains(err.Error(), "nothing was changed") {
 		t.Fatalf("err = %v, want a ConflictError naming only the ClusterDeployment", err)
 	}
-	if rep == nil || rep.Counts[resources.ActionFailed] != 1 {
+	if rep == nil || rep.Counts[crs.ActionFailed] != 1 {
 		t.Fatalf("report = %+v", rep)
 	}
 	objs := restoredObjects(t, dyn, ns, ns)
@@ -222,8 +222,8 @@ func TestRestoreResources_ConflictingClusterDeploymentStopsBeforeAnyChange(t *te
 
 func TestRestoreResources_UnreachableClusterFailsClearly(t *testing.T) {
 	cfg := &rest.Config{Host: fmt.Sprintf("https://127.0.0.1:%d", harness.FreePort(t)), Timeout: 5 * time.Second}
-	_, err := resources.Restore(context.Background(), restoreClient(t, cfg), node0Export(t, "unreachable"), resources.Options{})
-	var ue *resources.UnreachableError
+	_, err := crs.Restore(context.Background(), restoreClient(t, cfg), node0Export(t, "unreachable"), crs.Options{})
+	var ue *crs.UnreachableError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "cannot reach the target cluster") {
 		t.Fatalf("err = %v, want an UnreachableError", err)
 	}
@@ -232,12 +232,12 @@ func TestRestoreResources_UnreachableClusterFailsClearly(t *testing.T) {
 func TestRestoreResources_ServerDryRunPersistsNothing(t *testing.T) {
 	k := harness.SharedKube(t)
 	ns := k.Namespace(t)
-	rep, err := resources.Restore(context.Background(), restoreClient(t, k.Config), node0Export(t, ns),
-		resources.Options{NamespaceMapping: mapping(ns), DryRun: resources.DryRunServer, ServiceURL: "https://svc.example.com"})
+	rep, err := crs.Restore(context.Background(), restoreClient(t, k.Config), node0Export(t, ns),
+		crs.Options{NamespaceMapping: mapping(ns), DryRun: crs.DryRunServer, ServiceURL: "https://svc.example.com"})
 	if err != nil {
 		t.Fatalf("server dry run: %v", err)
 	}
-	if rep.Counts[resources.ActionCreated] != 10 {
+	if rep.Counts[crs.ActionCreated] != 10 {
 		t.Fatalf("counts = %v", rep.Counts)
 	}
 	if objs := restoredObjects(t, k.Dynamic(t), ns, ns); len(objs) != 0 {
@@ -254,17 +254,17 @@ func TestRestoreResources_CRDSchemaRejectionIsReported(t *testing.T) {
 			unstructured.RemoveNestedField(o.Object, "spec", "provisionRequirements") // required by the CRD
 		}
 	}
-	rep, err := resources.Restore(context.Background(), restoreClient(t, k.Config), objs,
-		resources.Options{NamespaceMapping: mapping(ns)})
+	rep, err := crs.Restore(context.Background(), restoreClient(t, k.Config), objs,
+		crs.Options{NamespaceMapping: mapping(ns)})
 	if err == nil {
 		t.Fatal("an ACI without its required field was accepted")
 	}
 	var failed, notAttempted []string
 	for _, r := range rep.Results {
 		switch {
-		case r.Action == resources.ActionFailed:
+		case r.Action == crs.ActionFailed:
 			failed = append(failed, r.Kind)
-		case r.Action == resources.ActionSkipped && strings.HasPrefix(r.Reason, "not attempted"):
+		case r.Action == crs.ActionSkipped && strings.HasPrefix(r.Reason, "not attempted"):
 			notAttempted = append(notAttempted, r.Kind)
 		}
 	}

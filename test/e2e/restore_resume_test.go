@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-assisted/kubectl-assisted/restore/resources"
+	crs "github.com/kubectl-assisted/kubectl-assisted/restore/resources"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
 )
 
@@ -62,12 +62,12 @@ func TestRestoreResources_StoppedAnywhereThenRerunConverges(t *testing.T) {
 	k := harness.SharedKube(t)
 	client := restoreClient(t, k.Config)
 	id := "resume-" + k.Namespace(t) // one ClusterImageSet shared by all runs, like one bundle
-	opts := func(ns string) resources.Options {
-		return resources.Options{NamespaceMapping: mapping(ns), BundleDigest: testDigest, Existing: resources.ExistingFail}
+	opts := func(ns string) crs.Options {
+		return crs.Options{NamespaceMapping: mapping(ns), BundleDigest: testDigest, Existing: crs.ExistingFail}
 	}
 
 	refNS := k.Namespace(t)
-	if _, err := resources.Restore(context.Background(), client, node0Export(t, id), opts(refNS)); err != nil {
+	if _, err := crs.Restore(context.Background(), client, node0Export(t, id), opts(refNS)); err != nil {
 		t.Fatal(err)
 	}
 	want := endState(t, k, refNS, id)
@@ -82,12 +82,12 @@ func TestRestoreResources_StoppedAnywhereThenRerunConverges(t *testing.T) {
 			defer cancel()
 			o := opts(ns)
 			o.Logger = slog.New(&stopAfter{n: stop, cancel: cancel})
-			_, err := resources.Restore(ctx, client, node0Export(t, id), o)
+			_, err := crs.Restore(ctx, client, node0Export(t, id), o)
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("stopped run: err = %v, want context.Canceled", err)
 			}
 			// The rerun uses --existing=fail: its own objects are not conflicts.
-			rep, err := resources.Restore(context.Background(), client, node0Export(t, id), opts(ns))
+			rep, err := crs.Restore(context.Background(), client, node0Export(t, id), opts(ns))
 			if err != nil {
 				t.Fatalf("rerun: %v", err)
 			}
