@@ -151,7 +151,7 @@ func (a *applier) applyItem(ctx context.Context, i int, it *Item, f found) error
 	applied, err := a.apply(ctx, obj)
 	if err != nil {
 		res.Action, res.Reason = ActionFailed, safeReason(it.Key(), err)
-		return fmt.Errorf("apply %s: %w", it.Key(), err)
+		return &ApplyError{Object: it.Key(), Err: err}
 	}
 	if f.existing != nil {
 		res.Action = ActionUpdated
@@ -295,4 +295,14 @@ func nonEmpty(s string) []string {
 		return nil
 	}
 	return []string{s}
+}
+
+// Check runs everything Apply checks before its first write (APIs served,
+// reachability, existing objects against the policy) and writes nothing: the
+// restore command calls it before it touches the database, so a conflict stops
+// the whole restore before any change. The report says what Apply would do.
+func Check(ctx context.Context, c Client, p *Plan) (*Report, error) {
+	dry := *p
+	dry.opts.DryRun = DryRunClient
+	return Apply(ctx, c, &dry)
 }

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestApply_CreatesInOrderAndRelinksOwners(t *testing.T) {
@@ -186,5 +189,50 @@ func TestApply_ClientDryRunWritesNothing(t *testing.T) {
 	}
 	if rep.Counts[ActionCreated] != len(exportYAML)-1 {
 		t.Errorf("counts = %v", rep.Counts)
+	}
+}
+
+func TestApply_SecretFailureNeverQuotesTheServer(t *testing.T) {
+	f := newFakeCluster()
+	f.PrependReactor("patch", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewBadRequest(`data[.dockerconfigjson]: Invalid value: "c2VjcmV0LXZhbHVlLXBsYW50ZWQ"`)
+	})
+	rep, err := Restore(context.Background(), f.client(), export(t), Options{})
+	var ae *ApplyError
+	if !errors.As(err, &ae) || ae.Object.Kind != "Secret" || !apierrors.IsBadRequest(err) {
+		t.Fatalf("err = %v, want an ApplyError for a Secret wrapping the API error", err)
+	}
+	var buf bytes.Buffer
+	_ = rep.WriteJSON(&buf)
+	for _, s := range []string{err.Error(), buf.String()} {
+		if strings.Contains(s, "c2VjcmV0LXZhbHVlLXBsYW50ZWQ") {
+			t.Errorf("secret value leaked: %s", s)
+		}
+	}
+}
+
+func TestCheck_FindsConflictsAndWritesNothing(t *testing.T) {
+	cd := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "hive.openshift.io/v1", "kind": "ClusterDeployment",
+		"metadata": map[string]any{"name": "demo", "namespace": "demo"}, "spec": map[string]any{"baseDomain": "other"}}}
+	for _, tc := range []struct {
+		name     string
+		existing []runtime.Object
+		wantErr  bool
+	}{{"clean target", nil, false}, {"conflicting CD", []runtime.Object{cd}, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCluster(tc.existing...)
+			p, err := NewPlan(export(t), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Check(context.Background(), f.client(), p)
+			var ce *ConflictError
+			if tc.wantErr != errors.As(err, &ce) || (!tc.wantErr && err != nil) {
+				t.Fatalf("err = %v", err)
+			}
+			if len(f.writes) != 0 || rep.DryRun != DryRunClient || p.Options().DryRun != DryRunNone {
+				t.Fatalf("writes %v, report dry run %q, plan dry run %q", f.writes, rep.DryRun, p.Options().DryRun)
+			}
+		})
 	}
 }

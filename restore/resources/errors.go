@@ -66,3 +66,15 @@ func safeReason(key ObjectKey, err error) string {
 	}
 	return "apply failed: " + err.Error()
 }
+
+// ApplyError is the failure of one object's apply. Its message never quotes
+// the API server's text for a Secret (see safeReason); Unwrap gives the error.
+type ApplyError struct {
+	Object ObjectKey
+	Err    error
+}
+
+func (e *ApplyError) Error() string {
+	return "apply " + e.Object.String() + ": " + strings.TrimPrefix(safeReason(e.Object, e.Err), "apply failed: ")
+}
+func (e *ApplyError) Unwrap() error { return e.Err }
