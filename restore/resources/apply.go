@@ -274,12 +274,16 @@ func (a *applier) applyStatus(ctx context.Context, it *Item) error {
 	if a.opts.DryRun == DryRunClient {
 		return nil
 	}
-	obj := &unstructured.Unstructured{Object: map[string]any{"status": it.Status}}
+	status, err := signURLs(it.Status, a.opts.Signer, it.statusClusterID, it.statusInfraEnvID)
+	if err != nil {
+		return err
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"status": status}}
 	obj.SetAPIVersion(it.Object.GetAPIVersion())
 	obj.SetKind(it.Object.GetKind())
 	obj.SetName(it.Object.GetName())
 	obj.SetNamespace(it.Object.GetNamespace())
-	_, err := resourceFor(a.c, obj).ApplyStatus(ctx, obj.GetName(), obj, a.applyOptions())
+	_, err = resourceFor(a.c, obj).ApplyStatus(ctx, obj.GetName(), obj, a.applyOptions())
 	if err != nil && a.opts.DryRun == DryRunServer && apierrors.IsNotFound(err) {
 		return nil // the object itself was only created in dry-run
 	}

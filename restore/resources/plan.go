@@ -60,7 +60,9 @@ type Options struct {
 	// ServiceURL is cluster 0's assisted-service base URL (its SERVICE_BASE_URL).
 	// Status URLs from node 0 are rewritten onto it; when empty they are removed.
 	ServiceURL string
-	// Signer re-signs rewritten URLs; without it their api_key is dropped.
+	// Signer signs the rewritten URLs when Apply writes them; without it they
+	// carry no api_key. It may be set later with Plan.SetSigner, once the
+	// local-auth key exists.
 	Signer URLSigner
 	// SourceURLs are extra node-0 base URLs (e.g. from the bundle metadata) that
 	// must not survive in any applied object; hosts of the status URLs found in
@@ -189,6 +191,8 @@ type Item struct {
 	Skip string
 	// Notes explain what the transforms changed that a reader should know.
 	Notes []string
+
+	statusClusterID, statusInfraEnvID string // ids Status URLs are signed for
 }
 
 // Key is the item's target key.
@@ -211,6 +215,10 @@ type Plan struct {
 	opts        Options
 	clusterZero *ObjectKey // source key
 }
+
+// SetSigner sets the signer of status URLs after planning: the restore plans
+// (and checks) before it creates the local-auth key that signs them.
+func (p *Plan) SetSigner(s URLSigner) { p.opts.Signer = s }
 
 // Options returns the (defaulted) options the plan was made with.
 func (p *Plan) Options() Options { return p.opts }

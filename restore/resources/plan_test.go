@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -186,25 +187,37 @@ func TestTransforms_StatusURLs(t *testing.T) {
 			t.Errorf("node-0 bases = %v, want the service and image service", p.NodeZeroURLs)
 		}
 	})
-	t.Run("rewritten and re-signed", func(t *testing.T) {
-		p, err := NewPlan(export(t), Options{ServiceURL: "https://assisted.apps.demo.example.com", Signer: fakeSigner{}})
+	t.Run("rewritten, then signed when applied", func(t *testing.T) {
+		p, err := NewPlan(export(t), Options{ServiceURL: "https://assisted.apps.demo.example.com"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		aci := find(t, p, "AgentClusterInstall", "demo")
 		ev, _, _ := unstructured.NestedString(aci.Status, "debugInfo", "eventsURL")
-		want := "https://assisted.apps.demo.example.com/api/assisted-install/v2/events?api_key=NEW-" + clusterID + "&cluster_id=" + clusterID
-		if ev != want {
-			t.Errorf("ACI eventsURL\n got %s\nwant %s", ev, want)
+		if want := "https://assisted.apps.demo.example.com/api/assisted-install/v2/events?cluster_id=" + clusterID; ev != want {
+			t.Errorf("planned ACI eventsURL\n got %s\nwant %s", ev, want)
 		}
-		agent := find(t, p, "Agent", hostID)
-		logs, _, _ := unstructured.NestedString(agent.Status, "debugInfo", "logsURL")
+		if find(t, p, "InfraEnv", "demo").Status != nil {
+			t.Error("InfraEnv status is written; it is recomputed from the database")
+		}
+		p.SetSigner(fakeSigner{}) // the key exists only after planning
+		f := newFakeCluster()
+		if _, err := Apply(context.Background(), f.client(), p); err != nil {
+			t.Fatal(err)
+		}
+		got := f.get(t, "extensions.hive.openshift.io/v1beta1", "AgentClusterInstall", "demo", "demo")
+		ev, _, _ = unstructured.NestedString(got.Object, "status", "debugInfo", "eventsURL")
+		if want := "https://assisted.apps.demo.example.com/api/assisted-install/v2/events?api_key=NEW-" + clusterID + "&cluster_id=" + clusterID; ev != want {
+			t.Errorf("applied ACI eventsURL\n got %s\nwant %s", ev, want)
+		}
+		agent := f.get(t, "agent-install.openshift.io/v1beta1", "Agent", "demo", hostID)
+		logs, _, _ := unstructured.NestedString(agent.Object, "status", "debugInfo", "logsURL")
 		if !strings.HasPrefix(logs, "https://assisted.apps.demo.example.com/api/assisted-install/v2/clusters/"+clusterID+"/logs?") ||
 			strings.Contains(logs, "OLDTOKEN") || !strings.Contains(logs, "api_key=NEW-"+clusterID) {
 			t.Errorf("agent logsURL = %s", logs)
 		}
-		if find(t, p, "InfraEnv", "demo").Status != nil {
-			t.Error("InfraEnv status is written; it is recomputed from the database")
+		if state, found, _ := unstructured.NestedString(got.Object, "status", "debugInfo", "state"); found {
+			t.Errorf("ACI status keeps node-0 state %q", state)
 		}
 	})
 	t.Run("a node-0 URL elsewhere fails the plan", func(t *testing.T) {

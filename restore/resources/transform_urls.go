@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // statusURLFields are the status fields that hold assisted-service URLs, per
@@ -26,9 +27,10 @@ var statusURLFields = map[string][][]string{
 var restoredURLKinds = map[string]bool{"AgentClusterInstall": true, "Agent": true}
 
 // StatusURLs captures the ACI and Agent status URLs, rewritten onto
-// Options.ServiceURL (path and query kept, node-0 api_key dropped and, with a
-// Signer, replaced) into Item.Status; without a ServiceURL they are left out,
-// so the object gets none. A node-0 URL is never kept.
+// Options.ServiceURL (path and query kept, node-0 api_key dropped) into
+// Item.Status; Apply signs them with Options.Signer when it writes them.
+// Without a ServiceURL they are left out, so the object gets none. A node-0
+// URL is never kept.
 type StatusURLs struct{}
 
 func (StatusURLs) Name() string { return "status-urls" }
@@ -66,16 +68,12 @@ func (StatusURLs) Transform(it *Item, p *Plan) error {
 		if err != nil {
 			return fmt.Errorf("status.%s: %w", strings.Join(f, "."), err)
 		}
-		if p.opts.Signer != nil {
-			if u, err = p.opts.Signer.SignURL(u, clusterID, infraEnvID); err != nil {
-				return fmt.Errorf("sign status.%s: %w", strings.Join(f, "."), err)
-			}
-		}
 		if err := unstructured.SetNestedField(status, u, f...); err != nil {
 			return err
 		}
 	}
 	it.Status = status
+	it.statusClusterID, it.statusInfraEnvID = clusterID, infraEnvID
 	it.Note("status URLs rewritten to the service URL")
 	return nil
 }
@@ -247,4 +245,32 @@ func containsURLHost(s, host string) bool {
 		i = end + next
 	}
 	return false
+}
+
+// signURLs returns a copy of status with every URL signed by s (unchanged
+// without a signer).
+func signURLs(status map[string]any, s URLSigner, clusterID, infraEnvID string) (map[string]any, error) {
+	out := runtime.DeepCopyJSON(status)
+	if s == nil {
+		return out, nil
+	}
+	var walk func(m map[string]any) error
+	walk = func(m map[string]any) error {
+		for k, v := range m {
+			switch t := v.(type) {
+			case map[string]any:
+				if err := walk(t); err != nil {
+					return err
+				}
+			case string:
+				signed, err := s.SignURL(t, clusterID, infraEnvID)
+				if err != nil {
+					return fmt.Errorf("sign status URL %s: %w", k, err)
+				}
+				m[k] = signed
+			}
+		}
+		return nil
+	}
+	return out, walk(out)
 }
