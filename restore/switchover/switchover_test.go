@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-
 func TestRun(t *testing.T) {
 	ns := DefaultNamespace
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName, Namespace: ns},
