@@ -57,6 +57,8 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdVersion(env),
 		NewCmdCompletion(env),
 		NewCmdAddNodes(env),
+		NewCmdWaitFor(env),
+		NewCmdSwitchover(env),
 	)
 	return cmd
 }

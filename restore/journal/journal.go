@@ -19,6 +19,7 @@ type State string
 const (
 	StateRunning State = "running" // started; a kill left it unfinished
 	StateDone    State = "done"
+	StateFailed  State = "failed" // the phase returned an error (see Record.Error)
 )
 
 // Counts are what a phase did ("rows": 1200, "objects": 14, ...).
@@ -30,6 +31,8 @@ type Record struct {
 	StartedAt  time.Time `json:"startedAt"`
 	FinishedAt time.Time `json:"finishedAt,omitzero"`
 	Counts     Counts    `json:"counts,omitempty"`
+	// Error is why a failed phase failed. Restore errors never hold secrets.
+	Error string `json:"error,omitempty"`
 }
 
 // FingerprintMismatchError means the journal was written by a restore of the

@@ -88,6 +88,14 @@ func Run(ctx context.Context, j *Journal, phases []Phase, o RunOptions) ([]Outco
 		log.Info("phase started", "phase", p.Name)
 		counts, err := p.Run(ctx)
 		if err != nil {
+			// Tell `wait-for` the restore failed, unless we were stopped: a
+			// cancelled or killed restore is resumable, not failed.
+			if ctx.Err() == nil {
+				rec := Record{State: StateFailed, StartedAt: started, FinishedAt: now(), Error: err.Error()}
+				if perr := j.Put(ctx, p.Name, rec); perr != nil {
+					log.Warn("could not record the failure in the journal", "phase", p.Name, "error", perr)
+				}
+			}
 			return out, &PhaseError{Phase: p.Name, Err: err}
 		}
 		finished := now()
