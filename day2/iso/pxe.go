@@ -89,7 +89,9 @@ func WritePXE(isoPath string, o PXEOptions) (*PXEResult, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	name := func(suffix string) string { return filepath.Join(o.Dir, fmt.Sprintf("%s.%s%s", o.Prefix, o.Arch, suffix)) }
+	name := func(suffix string) string {
+		return filepath.Join(o.Dir, fmt.Sprintf("%s.%s%s", o.Prefix, o.Arch, suffix))
+	}
 	res := &PXEResult{Kargs: kargs}
 	var written []string
 	fail := func(err error) (*PXEResult, error) {
