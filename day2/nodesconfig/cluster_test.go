@@ -69,3 +69,23 @@ func TestValidateCluster(t *testing.T) {
 		})
 	}
 }
+
+func TestParse_UnknownFieldsNamedWithTheirPath(t *testing.T) {
+	_, err := Parse(strings.NewReader(`hosts:
+- interfaces: [{name: eth0, macAddress: "00:00:00:00:00:01", mtu: 9000}]
+  rootDeviceHints: {serial: X, deviceName: /dev/sda}
+sshkey: x
+`))
+	if err == nil {
+		t.Fatal("unknown fields accepted")
+	}
+	for _, want := range []string{
+		`unknown field "hosts[0].rootDeviceHints.serial": valid root device hints are deviceName, hctl, model, vendor, serialNumber, minSizeGigabytes, wwn, wwnWithExtension, wwnVendorExtension, rotational`,
+		`unknown field "hosts[0].interfaces[0].mtu": valid fields are name, macAddress`,
+		`unknown field "sshkey"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v\nwant %q", err, want)
+		}
+	}
+}
