@@ -140,41 +140,79 @@ type Result struct {
 
 // WriteFile writes the customized image to dst: it streams src into dst+".part"
 // (on Linux io.Copy between files uses copy_file_range, which may share blocks),
-// prepares the patches from that copy, writes them in place, syncs and renames.
+// prepares the patches from that copy, writes them in place and renames.
 // On any error nothing is left at dst or dst+".part".
-func WriteFile(dst string, src io.Reader, c Customization) (res *Result, err error) {
+func WriteFile(dst string, src io.Reader, c Customization) (*Result, error) {
+	cp, err := StartCopy(dst, src)
+	if err != nil {
+		return nil, err
+	}
+	return cp.Finish(c)
+}
+
+// Copy is a base image being copied, in the background, to dst+".part", so
+// that the rest of the work (token, payload, ignition) overlaps with it.
+type Copy struct {
+	f        *os.File
+	dst, tmp string
+	done     chan struct{}
+	n        int64
+	err      error
+}
+
+// StartCopy starts streaming src into dst+".part". The caller keeps src open
+// until Finish or Abort returns, and must call one of them.
+func StartCopy(dst string, src io.Reader) (*Copy, error) {
 	tmp := dst + ".part"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	c := &Copy{f: f, dst: dst, tmp: tmp, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.n, c.err = io.Copy(f, src)
+	}()
+	return c, nil
+}
+
+// Abort waits for the copy and removes it.
+func (c *Copy) Abort() {
+	<-c.done
+	c.f.Close()
+	os.Remove(c.tmp)
+}
+
+// Finish waits for the copy, writes the customization in place and renames
+// the result to dst. On error the partial file is removed.
+func (c *Copy) Finish(cust Customization) (res *Result, err error) {
+	<-c.done
 	defer func() {
 		if err != nil {
-			f.Close()
-			os.Remove(tmp)
+			c.f.Close()
+			os.Remove(c.tmp)
 		}
 	}()
-	n, err := io.Copy(f, src)
+	if c.err != nil {
+		return nil, fmt.Errorf("copy base ISO: %w", c.err)
+	}
+	plan, err := Prepare(c.f, cust)
 	if err != nil {
-		return nil, fmt.Errorf("copy base ISO: %w", err)
-	}
-	plan, err := Prepare(f, c)
-	if err != nil {
 		return nil, err
 	}
-	if err := plan.Apply(f); err != nil {
+	if err := plan.Apply(c.f); err != nil {
 		return nil, err
 	}
-	if err := f.Sync(); err != nil {
+	// No fsync: the image is an artifact that is rebuilt in seconds, and like
+	// cp(1) the copy is left to the page cache; the rename keeps readers from
+	// ever seeing a half-written node ISO.
+	if err := c.f.Close(); err != nil {
 		return nil, err
 	}
-	if err := f.Close(); err != nil {
+	if err := os.Rename(c.tmp, c.dst); err != nil {
 		return nil, err
 	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return nil, err
-	}
-	return &Result{Path: dst, Size: n, Plan: plan}, nil
+	return &Result{Path: c.dst, Size: c.n, Plan: plan}, nil
 }
 
 // CheckFile prepares c against the ISO at path without writing anything, so a

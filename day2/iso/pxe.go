@@ -181,9 +181,6 @@ func writeArtifact(kind, path string, src io.Reader, checksum bool) (*Artifact, 
 		w = io.MultiWriter(f, h)
 	}
 	n, err := io.Copy(w, src)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

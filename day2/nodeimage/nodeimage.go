@@ -174,6 +174,18 @@ func Create(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("base ISO %s: %w", o.BaseISO, err)
 		}
 	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	// The copy of a local base ISO overlaps with the token, payload and
+	// ignition work below.
+	var pending *pendingISO
+	if o.BaseISO != "" && !o.PXE {
+		if pending, err = o.startISO(arch, nil, res); err != nil {
+			return nil, err
+		}
+		defer pending.abortUnlessFinished()
+	}
 
 	o.progress("Preparing the agent authentication token")
 	tok, err := o.token(ctx, info, now(), res)
@@ -201,6 +213,17 @@ func Create(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if pending == nil && !o.PXE {
+		src, err := o.openBase(ctx, client, payload, arch, res)
+		if err != nil {
+			return nil, err
+		}
+		if pending, err = o.startISO(arch, src, res); err != nil {
+			src.Close()
+			return nil, err
+		}
+		defer pending.abortUnlessFinished()
+	}
 
 	o.progress("Rendering the ISO ignition")
 	dbPass, err := randomHex(16)
@@ -215,13 +238,10 @@ func Create(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("rendered ignition does not validate (a bug): %v %s", err, rpt.String())
 	}
 	cust := iso.Customization{Ignition: ign, KargsAppend: fipsArgs(info.FIPS), Compression: o.Compression}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, err
-	}
 	if o.PXE {
 		err = o.writePXE(ctx, client, payload, arch, cust, res)
 	} else {
-		err = o.writeISO(ctx, client, payload, arch, cust, res)
+		err = o.finishISO(pending, cust, res)
 	}
 	if err != nil {
 		return nil, err
@@ -269,15 +289,46 @@ func (o *Options) openBase(ctx context.Context, client *release.Client, p *relea
 	return b, nil
 }
 
-func (o *Options) writeISO(ctx context.Context, client *release.Client, p *release.Payload, arch string, cust iso.Customization, res *Result) error {
-	src, err := o.openBase(ctx, client, p, arch, res)
-	if err != nil {
-		return err
+// pendingISO is the node ISO being copied from its base.
+type pendingISO struct {
+	copy     *iso.Copy
+	src      io.Closer
+	path     string
+	finished bool
+}
+
+// startISO starts copying the base ISO (src, or the local --base-iso when nil).
+func (o *Options) startISO(arch string, src io.ReadCloser, res *Result) (*pendingISO, error) {
+	if src == nil {
+		f, err := os.Open(o.BaseISO)
+		if err != nil {
+			return nil, err
+		}
+		res.BaseISO = o.BaseISO
+		src = f
 	}
-	defer src.Close()
-	o.progress("Assembling the ISO image")
+	o.progress("Copying the base ISO")
 	dst := filepath.Join(o.Dir, fmt.Sprintf("node.%s.iso", arch))
-	w, err := iso.WriteFile(dst, src, cust)
+	c, err := iso.StartCopy(dst, src)
+	if err != nil {
+		src.Close()
+		return nil, err
+	}
+	return &pendingISO{copy: c, src: src, path: dst}, nil
+}
+
+func (p *pendingISO) abortUnlessFinished() {
+	if !p.finished {
+		p.copy.Abort()
+		p.src.Close()
+	}
+}
+
+func (o *Options) finishISO(p *pendingISO, cust iso.Customization, res *Result) error {
+	o.progress("Assembling the ISO image")
+	p.finished = true
+	w, err := p.copy.Finish(cust)
+	p.src.Close()
 	if err != nil {
 		return err
 	}
@@ -285,9 +336,9 @@ func (o *Options) writeISO(ctx context.Context, client *release.Client, p *relea
 		o.warn(res, "the base ISO already embedded an Ignition config; it was replaced")
 	}
 	res.KernelArguments = w.Plan.Kargs
-	a := iso.Artifact{Kind: "iso", Path: dst, Size: w.Size}
+	a := iso.Artifact{Kind: "iso", Path: p.path, Size: w.Size}
 	if o.Checksum {
-		if a.SHA256, err = iso.FileSHA256(dst); err != nil {
+		if a.SHA256, err = iso.FileSHA256(p.path); err != nil {
 			return err
 		}
 	}
