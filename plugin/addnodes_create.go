@@ -2,17 +2,251 @@ package plugin
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-assisted/kubectl-assisted/day2/clusterinfo"
+	"github.com/kubectl-assisted/kubectl-assisted/day2/iso"
+	"github.com/kubectl-assisted/kubectl-assisted/day2/nodeimage"
+	"github.com/kubectl-assisted/kubectl-assisted/day2/nodesconfig"
+	"github.com/kubectl-assisted/kubectl-assisted/day2/release"
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
 )
 
-// newCmdAddNodesCreate builds `add-nodes create` (issue #8; not built yet).
+// AddNodesCreateOptions holds the resolved inputs of `add-nodes create`.
+type AddNodesCreateOptions struct {
+	File               string
+	Dir                string
+	BaseISO            string
+	PXE                bool
+	Checksum           bool
+	Compression        string
+	ClusterProfile     string
+	SaveClusterProfile string
+	SingleHost         SingleHostFlags
+
+	Registry option.Registry
+	Output   option.Output
+	Terminal option.Terminal
+
+	// Resolved by Complete.
+	nodes   *nodesconfig.Config
+	profile *clusterinfo.Info
+	kube    kubernetes.Interface
+	dyn     dynamic.Interface
+}
+
+// NodeImageResult is the -o json|yaml result of `add-nodes create`.
+type NodeImageResult struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	nodeimage.Result
+}
+
+// newCmdAddNodesCreate builds `add-nodes create`.
 func newCmdAddNodesCreate(env *Env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "create -f nodes-config.yaml --dir OUT",
-		Short: "Build the ISO that lets new hosts join the cluster [not yet implemented]",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("add-nodes create is not implemented yet")
+	o := &AddNodesCreateOptions{}
+	cmd := &cobra.Command{
+		Use:   "create (-f nodes-config.yaml | --mac-address MAC) [--dir OUT] [--base-iso FILE] [--pxe]",
+		Short: "Build, locally, the ISO (or PXE files) that lets new hosts join the cluster",
+		Long: `Build the ISO that boots new hosts into an installed OpenShift cluster, on this
+machine, from a kubeconfig: no pod runs on the cluster.
+
+The cluster's configuration (release, proxy, pull secret, CA bundle, mirrors, SSH key,
+FIPS, chrony, Machine Config Server endpoint) is read with your credentials, and
+nodes-config.yaml is checked against it before any work: MACs, hostnames and static
+IPs already used by nodes, nmstate, root device hints, architecture. The ISO is valid
+for as long as its agent token (48 hours; a token with more than 24 hours left is
+reused).
+
+The base ISO comes from the release payload's machine-os-images image (pulled with the
+cluster's pull secret, through its mirrors), or from --base-iso. Save the cluster's
+configuration with --save-cluster-profile to build later, offline, with
+--cluster-profile.`,
+		Example: env.Example(`
+  # Build node.x86_64.iso in ./out for the hosts of nodes-config.yaml
+  %[1]s assisted add-nodes create -f nodes-config.yaml --dir out
+
+  # One host, no file: its MAC, hostname and static network
+  %[1]s assisted add-nodes create --mac-address 00:f4:3d:a0:0e:2b --hostname extra-worker-0 \
+      --network-config-path nmstate.yaml --dir out
+
+  # PXE artifacts (and an iPXE script when bootArtifactsBaseURL is set)
+  %[1]s assisted add-nodes create -f nodes-config.yaml --dir out --pxe
+
+  # Save the cluster profile now, build offline later
+  %[1]s assisted add-nodes create -f nodes-config.yaml --dir out --save-cluster-profile cluster.json
+  %[1]s assisted add-nodes create -f nodes-config.yaml --dir out --cluster-profile cluster.json`),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(env, cmd); err != nil {
+				return err
+			}
+			if err := o.Validate(cmd); err != nil {
+				return err
+			}
+			return o.Run(env, cmd)
 		},
 	}
+	f := cmd.Flags()
+	f.StringVarP(&o.File, "file", "f", "", "nodes-config.yaml: the hosts to add (the installer's format)")
+	f.StringVar(&o.Dir, "dir", ".", "Directory that receives node.<arch>.iso (or boot-artifacts/ with --pxe)")
+	f.StringVar(&o.BaseISO, "base-iso", "", "Live ISO to start from instead of the release payload's machine-os-images")
+	f.BoolVarP(&o.PXE, "pxe", "p", false, "Write PXE artifacts (kernel, initrd with the ignition, rootfs, iPXE script) instead of an ISO")
+	f.BoolVar(&o.Checksum, "checksum", false, "Add the sha256 of every artifact to the result (reads each artifact once more)")
+	f.StringVar(&o.Compression, "compression", "xz", "Compression of the embedded ignition archive: xz (CRC32, as coreos-installer) or gzip")
+	f.StringVar(&o.ClusterProfile, "cluster-profile", "", "Build offline from a cluster profile saved with --save-cluster-profile (no cluster access)")
+	f.StringVar(&o.SaveClusterProfile, "save-cluster-profile", "", "Also save what was read from the cluster to FILE (holds the pull secret: mode 0600)")
+	o.SingleHost.AddFlags(f)
+	o.Registry.AddFlags(f)
+	o.Output.AddFlags(f)
+	o.Terminal.AddFlags(f)
+	env.Kube.AddFlags(f)
+	return cmd
 }
+
+// Complete loads nodes-config (or builds it from the single-host flags), the
+// profile, and the cluster clients.
+func (o *AddNodesCreateOptions) Complete(env *Env, cmd *cobra.Command) error {
+	if err := o.SingleHost.CheckOrphans(cmd.Flags()); err != nil {
+		return clierr.Usage(cmd, err)
+	}
+	single := o.SingleHost.Set(cmd.Flags())
+	switch {
+	case o.File != "" && single:
+		return clierr.Usagef(cmd, "use either -f nodes-config.yaml or --mac-address (single host), not both")
+	case single:
+		c, err := o.SingleHost.Config(cmd.Flags())
+		if err != nil {
+			return clierr.Usage(cmd, err)
+		}
+		o.nodes = c
+	case o.File != "":
+		c, err := nodesconfig.Load(o.File)
+		if err != nil {
+			return clierr.New(fmt.Errorf("%s: %w", o.File, err), "Fix nodes-config.yaml; nothing was written.", clierr.ExitError)
+		}
+		o.nodes = c
+	default:
+		return clierr.Usage(cmd, nodesconfig.ErrNoHosts)
+	}
+	if o.ClusterProfile != "" {
+		p, err := clusterinfo.LoadProfile(o.ClusterProfile)
+		if err != nil {
+			return err
+		}
+		o.profile = p
+		return nil
+	}
+	cfg, err := env.Kube.ToRESTConfig()
+	if err != nil {
+		return clierr.New(fmt.Errorf("kubeconfig: %w", err), "Point --kubeconfig at the cluster, or build offline with --cluster-profile.", clierr.ExitError)
+	}
+	if o.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	o.dyn, err = dynamic.NewForConfig(cfg)
+	return err
+}
+
+// Validate checks flag combinations.
+func (o *AddNodesCreateOptions) Validate(cmd *cobra.Command) error {
+	if err := o.Output.Validate(); err != nil {
+		return clierr.Usage(cmd, err)
+	}
+	if o.Compression != string(iso.XZ) && o.Compression != string(iso.Gzip) {
+		return clierr.Usagef(cmd, "unknown --compression %q: use xz or gzip", o.Compression)
+	}
+	if o.ClusterProfile != "" && o.SaveClusterProfile != "" {
+		return clierr.Usagef(cmd, "--cluster-profile (offline) and --save-cluster-profile (online) cannot be combined")
+	}
+	if o.BaseISO != "" {
+		if st, err := os.Stat(o.BaseISO); err != nil || !st.Mode().IsRegular() {
+			return clierr.Usagef(cmd, "--base-iso %s is not a readable file", o.BaseISO)
+		}
+	}
+	return nil
+}
+
+// Run builds the artifacts and prints the result.
+func (o *AddNodesCreateOptions) Run(env *Env, cmd *cobra.Command) error {
+	errOut := env.Streams.ErrOut
+	showSteps := !o.Output.Machine() && !o.Terminal.NoProgress
+	opts := nodeimage.Options{
+		Nodes: o.nodes, Dir: o.Dir, BaseISO: o.BaseISO, PXE: o.PXE, Checksum: o.Checksum,
+		Compression: iso.Compression(o.Compression),
+		Kube:        o.kube, Dynamic: o.dyn, Profile: o.profile, SaveProfile: o.SaveClusterProfile,
+		Registry: release.Options{
+			AuthFile: o.Registry.ConfigFile, CAFile: o.Registry.CAFile,
+			PlainHTTP: o.Registry.PlainHTTP, InsecureSkipTLSVerify: o.Registry.InsecureSkipTLSVerify,
+		},
+		Warn: func(format string, args ...any) { fmt.Fprintf(errOut, "warning: "+format+"\n", args...) },
+	}
+	if showSteps {
+		opts.Progress = func(format string, args ...any) {
+			fmt.Fprintf(errOut, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
+		}
+	}
+	res, err := nodeimage.Create(cmd.Context(), opts)
+	if err != nil {
+		return createError(err)
+	}
+	if o.Output.Machine() {
+		return o.Output.Print(env.Streams.Out, NodeImageResult{APIVersion: ResultAPIVersion, Kind: "NodeImage", Result: *res})
+	}
+	out := env.Streams.Out
+	for _, a := range res.Artifacts {
+		line := fmt.Sprintf("%-7s %s (%s)", a.Kind, a.Path, humanBytes(a.Size))
+		if a.SHA256 != "" {
+			line += " sha256:" + a.SHA256
+		}
+		fmt.Fprintln(out, line)
+	}
+	what := "ISO"
+	if o.PXE {
+		what = "PXE artifacts"
+	}
+	fmt.Fprintf(out, "Generated the %s for %d host(s) joining cluster %s (OpenShift %s, %s).\n", what, res.Hosts, res.Cluster.Name, res.Cluster.Version, res.Architecture)
+	fmt.Fprintf(out, "The %s is valid until %s.\n", what, res.TokenExpiresAt.UTC().Format(time.RFC3339))
+	if o.File != "" {
+		fmt.Fprintf(out, "Boot the hosts from it, then follow them with: %s assisted add-nodes monitor -f %s\n", env.Caller, filepath.Clean(o.File))
+	}
+	return nil
+}
+
+// createError adds what to do next to the errors users can fix.
+func createError(err error) error {
+	var ve *nodeimage.ValidationError
+	var re *clusterinfo.RequiredError
+	switch {
+	case errors.As(err, &ve):
+		return clierr.New(fmt.Errorf("nodes-config is not valid for this cluster: %w", ve.Problems), "Fix the problems above; nothing was written.", clierr.ExitError)
+	case errors.As(err, &re):
+		return clierr.New(err, "Ask a cluster administrator for the access named above, or build offline with --cluster-profile.", clierr.ExitError)
+	}
+	return err
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// trimmed is a helper for flag values read from files.
+func trimmed(b []byte) string { return strings.TrimSpace(string(b)) }

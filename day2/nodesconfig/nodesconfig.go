@@ -78,6 +78,9 @@ func Parse(r io.Reader) (*Config, error) {
 	}
 	var c Config
 	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		if unknown := unknownFields(b); len(unknown) > 0 {
+			return nil, fmt.Errorf("nodes-config is not valid: %w", Problems(unknown))
+		}
 		return nil, fmt.Errorf("nodes-config is not valid: %w", err)
 	}
 	return &c, nil

@@ -1,0 +1,305 @@
+package iso
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fixtures decompresses the coreos-installer live-ISO fixtures (shared test
+// data beside the repository) into a temp dir; it skips when they are absent.
+func fixtures(t *testing.T) map[string]string {
+	t.Helper()
+	dir := os.Getenv("KUBECTL_ASSISTED_SHARED")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared")
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "fixtures", "iso", "embed-areas-*.iso.xz"))
+	if len(files) == 0 {
+		t.Skip("no ISO fixtures in " + dir)
+	}
+	if _, err := exec.LookPath("xz"); err != nil {
+		t.Skip("xz not installed")
+	}
+	out := t.TempDir()
+	m := map[string]string{}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".xz")
+		raw, err := exec.Command("xz", "-dc", f).Output()
+		if err != nil {
+			t.Fatalf("xz -dc %s: %v", f, err)
+		}
+		p := filepath.Join(out, name)
+		if err := os.WriteFile(p, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m[name] = p
+	}
+	return m
+}
+
+func TestIgnitionArea_AllFixtureLayouts(t *testing.T) {
+	// Offsets and lengths as xorriso reports them (report_lba) and as igninfo.json
+	// or the coreiso+ header state them.
+	want := map[string]Area{
+		"embed-areas-2020-09.iso":        {45 * 2048, 262144},
+		"embed-areas-2023-07.x86_64.iso": {139264, 262144},
+	}
+	for name, p := range fixtures(t) {
+		t.Run(name, func(t *testing.T) {
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			im, err := Open(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := IgnitionArea(im)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w, ok := want[name]; ok && a != w {
+				t.Fatalf("area = %+v, want %+v", a, w)
+			}
+			if a.Length != 262144 {
+				t.Fatalf("area length = %d, want 262144 (every fixture has a 256 KiB area)", a.Length)
+			}
+			if strings.Contains(name, "s390x") {
+				cd, err := im.Lookup("/images/cdboot.img")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.Offset != cd.Offset+132096 {
+					t.Fatalf("s390x area at %d, want cdboot.img+132096 = %d", a.Offset, cd.Offset+132096)
+				}
+			}
+		})
+	}
+}
+
+func TestPrepare_RoundTripEveryLayout(t *testing.T) {
+	ign := []byte(`{"ignition":{"version":"3.4.0"}}`)
+	for name, p := range fixtures(t) {
+		for _, c := range []Compression{XZ, Gzip} {
+			t.Run(name+"/"+string(c), func(t *testing.T) {
+				base, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cust := Customization{Ignition: ign, Compression: c}
+				hasKargs := !strings.Contains(name, "2020-09") && name != "embed-areas-2023-03.s390x.iso"
+				if hasKargs {
+					cust.KargsAppend = []string{"fips=1"}
+				}
+				plan, err := Prepare(bytes.NewReader(base), cust)
+				if err != nil {
+					t.Fatal(err)
+				}
+				img := &memFile{b: append([]byte(nil), base...)}
+				if err := plan.Apply(img); err != nil {
+					t.Fatal(err)
+				}
+				if len(img.b) != len(base) {
+					t.Fatalf("size changed: %d -> %d", len(base), len(img.b))
+				}
+				im, _ := Open(bytes.NewReader(img.b))
+				area, _ := IgnitionArea(im)
+				ms, err := ReadArchives(img.b[area.Offset : area.Offset+area.Length])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(ms) != 1 || ms[0].Name != "config.ign" || !bytes.Equal(ms[0].Data, ign) || ms[0].Mode != 0o100600 {
+					t.Fatalf("members = %+v", ms)
+				}
+				if hasKargs {
+					k, err := KargsAreas(im)
+					if err != nil {
+						t.Fatal(err)
+					}
+					cur, err := k.Current(bytes.NewReader(img.b))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !strings.HasSuffix(cur, " fips=1") || !strings.Contains(cur, "ignition.platform.id=metal") {
+						t.Fatalf("kargs = %q", cur)
+					}
+				}
+				// Bytes outside the patched ranges are untouched.
+				changed := 0
+				for i := range base {
+					if base[i] != img.b[i] {
+						changed++
+					}
+				}
+				if changed == 0 || changed > int(area.Length)+4096 {
+					t.Fatalf("%d bytes changed", changed)
+				}
+			})
+		}
+	}
+}
+
+func TestPrepare_KeepsOtherMembersAndRefusesWhatDoesNotFit(t *testing.T) {
+	p := fixtures(t)["embed-areas-2023-07.x86_64.iso"]
+	base, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, _ := Open(bytes.NewReader(base))
+	area, _ := IgnitionArea(im)
+	// Pre-embed a network keyfile (as `coreos-installer iso network embed` does)
+	// and an old config, gzip-compressed.
+	pre, err := CompressCPIO([]Member{
+		{Name: "etc/coreos-firstboot-network/eth0.nmconnection", Mode: 0o100600, Data: []byte("[connection]\nid=eth0\n")},
+		{Name: "config.ign", Mode: 0o100600, Data: []byte(`{"old":true}`)},
+	}, Gzip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(base[area.Offset:], pre)
+	plan, err := Prepare(bytes.NewReader(base), Customization{Ignition: []byte(`{"new":true}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.ReplacedConfig || len(plan.Kept) != 1 || plan.Kept[0] != "etc/coreos-firstboot-network/eth0.nmconnection" {
+		t.Fatalf("plan = %+v", plan)
+	}
+	img := &memFile{b: base}
+	_ = plan.Apply(img)
+	ms, err := ReadArchives(img.b[area.Offset : area.Offset+area.Length])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, m := range ms {
+		got[m.Name] = string(m.Data)
+	}
+	if got["config.ign"] != `{"new":true}` || !strings.Contains(got["etc/coreos-firstboot-network/eth0.nmconnection"], "id=eth0") {
+		t.Fatalf("members = %v", got)
+	}
+
+	// Incompressible data larger than the area is refused before any write.
+	_, err = Prepare(bytes.NewReader(base), Customization{Ignition: randomish(600 << 10)})
+	if err == nil || !strings.Contains(err.Error(), "embed area") {
+		t.Fatalf("oversized config: err = %v", err)
+	}
+}
+
+func TestPrepare_FIPSOnImageWithoutKargsArea(t *testing.T) {
+	p := fixtures(t)["embed-areas-2023-03.s390x.iso"]
+	f, _ := os.Open(p)
+	defer f.Close()
+	_, err := Prepare(f, Customization{Ignition: []byte("{}"), KargsAppend: []string{"fips=1"}})
+	if err == nil || !strings.Contains(err.Error(), "no kernel-argument embed area") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestPrepare_NotALiveISO(t *testing.T) {
+	_, err := Prepare(bytes.NewReader(make([]byte, 64<<10)), Customization{})
+	if err == nil || !strings.Contains(err.Error(), "not an ISO9660") {
+		t.Fatalf("err = %v", err)
+	}
+	dir := os.Getenv("KUBECTL_ASSISTED_SHARED")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared")
+	}
+	raw, err := exec.Command("xz", "-dc", filepath.Join(dir, "fixtures", "iso", "synthetic.iso.xz")).Output()
+	if err != nil {
+		t.Skip("synthetic fixture unavailable")
+	}
+	_, err = Prepare(bytes.NewReader(raw), Customization{})
+	if err == nil || !strings.Contains(err.Error(), "no Ignition embed area") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCPIO_RoundTripAndParents(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteCPIO(&b, []Member{{Name: "/a/b/c.txt", Mode: 0o100644, Data: []byte("hello")}}); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := ReadCPIO(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range ms {
+		names = append(names, m.Name)
+	}
+	if strings.Join(names, ",") != "a,a/b,a/b/c.txt" || string(ms[2].Data) != "hello" {
+		t.Fatalf("names = %v", names)
+	}
+	if _, err := ReadCPIO([]byte("garbage")); err == nil {
+		t.Fatal("garbage parsed")
+	}
+}
+
+func randomish(n int) []byte {
+	b := make([]byte, n)
+	x := uint32(2463534242)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = byte(x)
+	}
+	return b
+}
+
+type memFile struct{ b []byte }
+
+func (m *memFile) WriteAt(p []byte, off int64) (int, error) {
+	if int(off)+len(p) > len(m.b) {
+		return 0, io.ErrShortWrite
+	}
+	return copy(m.b[off:], p), nil
+}
+
+func TestWritePXE_InitrdCarriesIgnitionAndIPXEBootsIt(t *testing.T) {
+	p := fixtures(t)["embed-areas-2023-07.x86_64.iso"]
+	dir := t.TempDir()
+	res, err := WritePXE(p, PXEOptions{Dir: dir, Prefix: "node", Arch: "x86_64", BaseURL: "http://pxe.example/x/", Checksum: true,
+		Customization: Customization{Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`), KargsAppend: []string{"fips=1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Artifacts) != 4 {
+		t.Fatalf("artifacts = %+v", res.Artifacts)
+	}
+	for _, a := range res.Artifacts {
+		sum, _ := FileSHA256(a.Path)
+		if a.SHA256 != sum {
+			t.Fatalf("%s: sha256 %s, file has %s", a.Path, a.SHA256, sum)
+		}
+	}
+	initrd, _ := os.ReadFile(filepath.Join(dir, "node.x86_64-initrd.img"))
+	f, _ := os.Open(p)
+	defer f.Close()
+	im, _ := Open(f)
+	orig, _ := im.ReadFile("/images/pxeboot/initrd.img", 1<<20)
+	if !bytes.HasPrefix(initrd, orig) {
+		t.Fatal("initrd does not start with the ISO's initrd")
+	}
+	ms, err := ReadArchives(initrd[align4(len(orig)):])
+	if err != nil || len(ms) != 1 || ms[0].Name != "config.ign" {
+		t.Fatalf("appended archive: %v %+v", err, ms)
+	}
+	script, _ := os.ReadFile(filepath.Join(dir, "node.x86_64.ipxe"))
+	for _, want := range []string{"#!ipxe", "initrd --name initrd http://pxe.example/x/node.x86_64-initrd.img",
+		"kernel http://pxe.example/x/node.x86_64-vmlinuz initrd=initrd coreos.live.rootfs_url=http://pxe.example/x/node.x86_64-rootfs.img",
+		"ignition.platform.id=metal", "fips=1"} {
+		if !strings.Contains(string(script), want) {
+			t.Fatalf("ipxe script lacks %q:\n%s", want, script)
+		}
+	}
+	if strings.Contains(string(script), "coreos.liveiso=") {
+		t.Fatalf("ipxe script keeps coreos.liveiso:\n%s", script)
+	}
+}
