@@ -146,11 +146,11 @@ func (m *monitor) decide(ctx context.Context, obj *certificatesv1.CertificateSig
 	var msg string
 	switch {
 	case d.Approve && m.o.ApproveCSRs:
+		m.recordCSR(h, r, "", nil) // the pending stage comes first
 		if err := csr.Approve(ctx, m.o.Kube, obj, d, m.strict[d.Host].Hostname); err != nil {
 			if ctx.Err() == nil {
 				m.emit(h, EventWarning, "", r.Name, "%v (retrying)", err)
 			}
-			m.recordCSR(h, r, "", nil)
 			return
 		}
 		m.approvedByUs[r.Name] = true
@@ -161,7 +161,11 @@ func (m *monitor) decide(ctx context.Context, obj *certificatesv1.CertificateSig
 		decision = "would-approve"
 		msg = fmt.Sprintf("%s CSR %s passes every rule; approve it with --approve-csrs or `kubectl certificate approve %s`", r.Kind, r.Name, r.Name)
 	default:
-		msg = fmt.Sprintf("not approving %s CSR %s (signer %s, requested by %s): %s", r.Kind, r.Name, r.SignerName, r.Username, strings.Join(d.Reasons, "; "))
+		kind := string(r.Kind) + " CSR"
+		if r.Kind == csr.KindOther {
+			kind = "CSR"
+		}
+		msg = fmt.Sprintf("not approving %s %s (signer %s, requested by %s): %s", kind, r.Name, r.SignerName, r.Username, strings.Join(d.Reasons, "; "))
 	}
 	if h == nil {
 		m.other[r.Name] = csrResult(r, decision, d.Reasons)
