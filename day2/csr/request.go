@@ -1,5 +1,5 @@
-// Package csr decides which kubelet certificate signing requests belong to a new
-// host of nodes-config.yaml, and approves only those.
+// Package csr decides which kubelet certificate signing requests provably
+// belong to a new host of nodes-config.yaml (day2/monitor approves those).
 //
 // Matching never uses reverse DNS: a CSR names its node in the subject common
 // name (client CSRs, system:node:<name>) or in its requesting user (serving CSRs,

@@ -147,7 +147,7 @@ func (m *monitor) decide(ctx context.Context, obj *certificatesv1.CertificateSig
 	switch {
 	case d.Approve && m.o.ApproveCSRs:
 		m.recordCSR(h, r, "", nil) // the pending stage comes first
-		if err := csr.Approve(ctx, m.o.Kube, obj, d, m.strict[d.Host].Hostname); err != nil {
+		if err := approve(ctx, m.o.Kube, obj, d, m.strict[d.Host].Hostname); err != nil {
 			if ctx.Err() == nil {
 				m.emit(h, EventWarning, "", r.Name, "%v (retrying)", err)
 			}

@@ -32,8 +32,9 @@ type Host struct {
 // HostsFromConfig builds the host list from nodes-config.yaml: hostnames and the
 // static IPs of each host's nmstate networkConfig. Each override is
 // HOST=IP (HOST is a hostname or a host index) and replaces the networkConfig
-// IPs of that host; a bare IP is accepted when it is already a host's IP, or
-// when nodes-config.yaml has a single host (whose IPs it then replaces).
+// IPs of that host; a bare IP is accepted when it is already a host's IP (and
+// changes nothing), or when nodes-config.yaml has a single host (whose IPs it
+// then replaces).
 func HostsFromConfig(cfg *nodesconfig.Config, overrides []string) ([]Host, error) {
 	hosts := make([]Host, len(cfg.Hosts))
 	for i, h := range cfg.Hosts {
@@ -69,8 +70,7 @@ func HostsFromConfig(cfg *nodesconfig.Config, overrides []string) ([]Host, error
 		}
 		switch i := ownerOf(hosts, ip); {
 		case i >= 0:
-			// Already known; keep it even if other entries replace the list.
-			given[i] = append(given[i], ip)
+			// Already one of the host's IPs (as oc adm node-image monitor takes them).
 		case len(hosts) == 1:
 			given[0] = append(given[0], ip)
 		default:

@@ -78,9 +78,9 @@ func (h *hostState) name() string {
 }
 
 type monitor struct {
-	o      Options
-	hosts  []*hostState
-	strict []csr.Host // nodes-config hostnames only: what approval trusts
+	o            Options
+	hosts        []*hostState
+	strict       []csr.Host // nodes-config hostnames only: what approval trusts
 	other        map[string]*CSRResult
 	lastOtherMsg map[string]string
 	lastKubeErr  string

@@ -16,7 +16,6 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kubectl-assisted/kubectl-assisted/day2/csr"
 	"github.com/kubectl-assisted/kubectl-assisted/day2/monitor"
 	"github.com/kubectl-assisted/kubectl-assisted/test/fakehost"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
@@ -107,7 +106,7 @@ func TestAddNodesMonitor_CSRApproval(t *testing.T) {
 		t.Helper()
 		waitFor(t, "approval of "+name, func() bool { return approved(name) })
 		_, reason, msg := fakehost.Approved(t, admin, name)
-		if reason != csr.ApprovedReason || !strings.Contains(msg, "new host "+host) {
+		if reason != monitor.ApprovedReason || !strings.Contains(msg, "new host "+host) {
 			t.Errorf("%s: approval condition reason %q message %q", name, reason, msg)
 		}
 	}

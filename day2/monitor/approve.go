@@ -1,4 +1,4 @@
-package csr
+package monitor
 
 import (
 	"context"
@@ -8,16 +8,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-assisted/kubectl-assisted/day2/csr"
 )
 
-// ApprovedReason is the reason of the Approved condition this package sets, so
+// ApprovedReason is the reason of the Approved condition the monitor sets, so
 // an audit (kubectl get csr -o yaml) shows who approved and why.
 const ApprovedReason = "KubectlAssistedAddNodesMonitor"
 
-// Approve sets the Approved condition on a CSR through the certificates/v1
+// approve sets the Approved condition on a CSR through the certificates/v1
 // approval subresource. It sends the object it read (with its resourceVersion),
 // so a CSR changed since the decision is refused by the API server.
-func Approve(ctx context.Context, kube kubernetes.Interface, obj *certificatesv1.CertificateSigningRequest, d Decision, hostname string) error {
+func approve(ctx context.Context, kube kubernetes.Interface, obj *certificatesv1.CertificateSigningRequest, d csr.Decision, hostname string) error {
 	if !d.Approve {
 		return fmt.Errorf("CSR %s: refusing to approve a CSR the rules rejected", obj.Name)
 	}
@@ -36,9 +38,9 @@ func Approve(ctx context.Context, kube kubernetes.Interface, obj *certificatesv1
 }
 
 // ApprovalMessage says what was verified, for the condition's message.
-func ApprovalMessage(r *Request, hostname string) string {
+func ApprovalMessage(r *csr.Request, hostname string) string {
 	what := "client certificate"
-	if r.Kind == KindServing {
+	if r.Kind == csr.KindServing {
 		what = "serving certificate"
 	}
 	return fmt.Sprintf("kubelet %s of new host %s from nodes-config.yaml, approved by kubectl assisted add-nodes monitor: requester %s, CN %s, O system:nodes, usages %v, key %s verified",
