@@ -3,10 +3,13 @@ package plugin
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/kubectl-assisted/kubectl-assisted/day2/monitor"
 )
@@ -21,11 +24,17 @@ type monitorView struct {
 	hosts []string
 	last  *monitor.Result
 	drawn int // lines of the status block currently on screen
+	width int // terminal columns; lines are cut to fit so redrawing stays exact
 	start time.Time
 }
 
 func newMonitorView(w io.Writer, live bool, hosts []monitor.Host) *monitorView {
-	v := &monitorView{w: w, live: live, start: time.Now()}
+	v := &monitorView{w: w, live: live, start: time.Now(), width: 100}
+	if f, ok := w.(*os.File); ok && live {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
+			v.width = cols
+		}
+	}
 	for _, h := range hosts {
 		v.hosts = append(v.hosts, h.Label)
 	}
@@ -85,7 +94,7 @@ func (v *monitorView) draw() {
 	}
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "HOST\tSTAGE\tNOW\t(%s)\n", time.Since(v.start).Round(time.Second))
+	fmt.Fprintf(tw, "HOST\tSTAGE\tNOW (%s)\t\n", time.Since(v.start).Round(time.Second))
 	for i, label := range v.hosts {
 		stage, now := "waiting", ""
 		if v.last != nil && i < len(v.last.Hosts) {
@@ -95,11 +104,14 @@ func (v *monitorView) draw() {
 			}
 			now = hostNow(h)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", label, stage, truncate(now, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", label, stage, now)
 	}
 	_ = tw.Flush()
-	fmt.Fprint(v.w, b.String())
-	v.drawn = strings.Count(b.String(), "\n")
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	for _, l := range lines {
+		fmt.Fprintln(v.w, truncate(strings.TrimRight(l, " "), v.width-1))
+	}
+	v.drawn = len(lines)
 }
 
 func stageIndex(s monitor.Stage) int {
@@ -127,11 +139,13 @@ func hostNow(h monitor.HostResult) string {
 	return h.Problem
 }
 
+// truncate cuts s to n runes, marking the cut.
 func truncate(s string, n int) string {
-	if len(s) <= n {
+	r := []rune(s)
+	if len(r) <= n {
 		return s
 	}
-	return s[:n-1] + "…"
+	return string(r[:n-1]) + "…"
 }
 
 // printMonitorSummary writes the human summary to stdout: one line per host,

@@ -112,6 +112,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		})
 		m.strict = append(m.strict, csr.Host{Hostname: h.Hostname, IPs: h.IPs})
 	}
+	for _, h := range m.hosts {
+		if len(h.IPs) == 0 {
+			m.emit(h, EventWarning, "", "", "no IP known for this host (its networkConfig has no static address): only its CSRs and Node are followed; give its IP with --ip-addresses")
+		}
+	}
 	runCtx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	for {

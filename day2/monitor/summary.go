@@ -75,21 +75,17 @@ func (m *monitor) problem(h *hostState) (Outcome, string) {
 		}
 	}
 	if _, ok := h.reached[StageReachable]; !ok {
-		return OutcomeTimeout, fmt.Sprintf("no answer from %s", strings.Join(ipStrings(h.IPs), ", ")) + orNoIPs(h)
+		if len(h.IPs) == 0 {
+			return OutcomeTimeout, "no IP known (give one with --ip-addresses) and no CSR or Node of it seen"
+		}
+		return OutcomeTimeout, "no answer from " + strings.Join(ipStrings(h.IPs), ", ")
 	}
 	st := furthest(h)
-	msg := fmt.Sprintf("stuck after stage %s", st)
+	msg := fmt.Sprintf("last stage reached: %s", st)
 	if st == StageReachable && h.apiErr != "" {
 		msg += ": assisted-service API: " + h.apiErr
 	}
 	return OutcomeTimeout, msg
-}
-
-func orNoIPs(h *hostState) string {
-	if len(h.IPs) == 0 {
-		return "(no IP known: give one with --ip-addresses)"
-	}
-	return ""
 }
 
 func pendingNote(h *hostState) string {
