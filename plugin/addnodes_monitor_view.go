@@ -166,7 +166,7 @@ func printMonitorSummary(w io.Writer, r *monitor.Result) error {
 	var refused []string
 	for _, h := range r.Hosts {
 		for _, c := range h.CSRs {
-			if c.Decision == "refused" && c.State == "Pending" {
+			if (c.Decision == "refused" || c.Decision == "approval-failed") && c.State == "Pending" {
 				refused = append(refused, fmt.Sprintf("  %s (%s, for %s, requested by %s): %s", c.Name, c.Kind, h.Host, c.Requester, strings.Join(c.Reasons, "; ")))
 			}
 		}

@@ -148,10 +148,12 @@ func (m *monitor) decide(ctx context.Context, obj *certificatesv1.CertificateSig
 	case d.Approve && m.o.ApproveCSRs:
 		m.recordCSR(h, r, "", nil) // the pending stage comes first
 		if err := approve(ctx, m.o.Kube, obj, d, m.strict[d.Host].Hostname); err != nil {
-			if ctx.Err() == nil {
-				m.emit(h, EventWarning, "", r.Name, "%v (retrying)", err)
+			if ctx.Err() != nil {
+				return // the run is over
 			}
-			return
+			decision, d.Reasons = "approval-failed", []string{err.Error()}
+			msg = fmt.Sprintf("cannot approve %s CSR %s of %s, which passes every rule: %v (retrying)", r.Kind, r.Name, m.strict[d.Host].Hostname, err)
+			break
 		}
 		m.approvedByUs[r.Name] = true
 		r.State = csr.StateApproved

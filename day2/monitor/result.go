@@ -124,8 +124,9 @@ type CSRResult struct {
 	Requester string `json:"requester"`
 	State     string `json:"state"` // Pending, Approved, Denied, Failed
 	// Decision is "approved" (by this run), "refused" (rules broken),
-	// "would-approve" (all rules hold, --approve-csrs not given) or empty for a
-	// CSR approved or denied by someone else.
+	// "would-approve" (all rules hold, --approve-csrs not given),
+	// "approval-failed" (all rules hold, the API server refused the approval:
+	// RBAC, conflict) or empty for a CSR approved or denied by someone else.
 	Decision string   `json:"decision,omitempty"`
 	Reasons  []string `json:"reasons,omitempty"`
 }

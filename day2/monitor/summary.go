@@ -61,6 +61,8 @@ func (m *monitor) problem(h *hostState) (Outcome, string) {
 		switch c.Decision {
 		case "refused":
 			return OutcomeCSRBlocked, fmt.Sprintf("%s CSR %s is pending and was not approved: %s", c.Kind, c.Name, strings.Join(c.Reasons, "; "))
+		case "approval-failed":
+			return OutcomeCSRBlocked, fmt.Sprintf("%s CSR %s passes every rule but approving it failed: %s", c.Kind, c.Name, strings.Join(c.Reasons, "; "))
 		case "would-approve":
 			return OutcomeCSRBlocked, fmt.Sprintf("%s CSR %s is pending approval (run with --approve-csrs, or approve it by hand)", c.Kind, c.Name)
 		}
