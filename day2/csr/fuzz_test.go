@@ -12,7 +12,7 @@ import (
 // rules: a CSR is attacker input, so they must never panic, and a request that
 // cannot be parsed is never approved.
 func FuzzEvaluate(f *testing.F) {
-	seed := build(&testing.T{}, "seed", clientSpec("extra-worker-0"))
+	seed := build(f, "seed", clientSpec("extra-worker-0"))
 	f.Add(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: seed.Parsed.Raw}), BootstrapperUser, "digital signature,client auth", SignerClient)
 	f.Add([]byte("-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n"), "system:node:extra-worker-0", "server auth", SignerServing)
 	f.Add([]byte{}, "", "", "")

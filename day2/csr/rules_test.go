@@ -51,7 +51,7 @@ func servingSpec(host string, ips ...string) spec {
 		dns: []string{host}, ips: ips}
 }
 
-func build(t *testing.T, name string, s spec) *Request {
+func build(t testing.TB, name string, s spec) *Request {
 	t.Helper()
 	key := s.key
 	if key == nil {
