@@ -1,0 +1,161 @@
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DefaultExcludeTables are the assisted-service tables that a bundle leaves out
+// by default: release_images is a cache that assisted-service reloads at start.
+var DefaultExcludeTables = []string{"release_images"}
+
+// DumpOptions choose what Dump reads.
+type DumpOptions struct {
+	// Schemas to dump; empty means every user schema (not pg_catalog,
+	// information_schema, pg_toast, temporary schemas or extension-owned schemas).
+	Schemas []string
+	// IncludeTables, when set, dumps only these tables (schema, data and their
+	// indexes, constraints and owned sequences). Names are "table" or
+	// "schema.table"; shell patterns (path.Match) are allowed.
+	IncludeTables []string
+	// ExcludeTables leaves these tables out entirely (schema and data); same
+	// name syntax as IncludeTables.
+	ExcludeTables []string
+	// ExcludeTableData keeps these tables' definitions but dumps no rows.
+	ExcludeTableData []string
+	// Deferrable waits for a snapshot that no concurrent serializable
+	// transaction can contradict (SERIALIZABLE READ ONLY DEFERRABLE).
+	Deferrable bool
+	// Progress, when set, is called as the dump goes (from the calling goroutine).
+	Progress func(ProgressEvent)
+	// Logger receives debug and warning records; nil discards them.
+	Logger *slog.Logger
+	// ChunkSize is the largest data member in the stream (default 1 MiB): the
+	// only per-table buffer the dump holds.
+	ChunkSize int
+}
+
+// RestoreOptions choose how Restore loads a stream.
+type RestoreOptions struct {
+	// Replace drops the target's existing objects inside the restore
+	// transaction instead of refusing a non-empty target.
+	Replace bool
+	// BeforeCommit runs inside the restore transaction after every table is
+	// loaded and verified and the indexes and constraints exist; an error rolls
+	// everything back.
+	BeforeCommit func(ctx context.Context, tx pgx.Tx) error
+	// Progress, when set, is called as the restore goes.
+	Progress func(ProgressEvent)
+	// Logger receives debug and warning records; nil discards them.
+	Logger *slog.Logger
+	// SkipReadback trusts the stream checksums and the server's row counts
+	// instead of re-reading every loaded table inside the transaction and
+	// comparing its checksum with the dump's. Faster; the default verifies.
+	SkipReadback bool
+	// SkipAnalyze does not run ANALYZE on the restored tables after commit.
+	SkipAnalyze bool
+	// MaintenanceWorkMem is set (SET LOCAL) for index builds; default "256MB".
+	MaintenanceWorkMem string
+}
+
+// Phase names where a dump or restore is.
+type Phase string
+
+// Phases reported in ProgressEvent.
+const (
+	PhaseSchema   Phase = "schema"    // reading or creating table definitions
+	PhaseData     Phase = "data"      // copying rows
+	PhaseVerify   Phase = "verify"    // re-reading a loaded table to compare checksums
+	PhasePostData Phase = "post-data" // constraints, indexes, sequence values
+	PhaseCommit   Phase = "commit"    // BeforeCommit hook and COMMIT
+	PhaseAnalyze  Phase = "analyze"   // ANALYZE after commit
+	PhaseDone     Phase = "done"
+)
+
+// ProgressEvent tells where a dump or restore is.
+type ProgressEvent struct {
+	Phase Phase
+	// Table is "schema.name" during PhaseData and PhaseVerify.
+	Table string
+	// TableRows and TableBytes are the current table's progress so far.
+	TableRows, TableBytes int64
+	// TablesDone of TablesTotal tables are complete.
+	TablesDone, TablesTotal int
+	// Bytes is the data moved so far, all tables.
+	Bytes int64
+}
+
+// Summary describes a dump stream: where it came from and what it holds.
+type Summary struct {
+	// ServerVersion is the source server's version (server_version).
+	ServerVersion string `json:"serverVersion"`
+	// LastMigration is the greatest id of the `migrations` table (assisted-service's
+	// gormigrate bookkeeping), "" if there is none.
+	LastMigration string `json:"lastMigration,omitempty"`
+	// Tables in stream order, with their row counts and checksums.
+	Tables []TableSummary `json:"tables"`
+	// Bytes is the size of the whole stream.
+	Bytes int64 `json:"bytes"`
+}
+
+// TableSummary is one table's row count and content checksum.
+type TableSummary struct {
+	Schema string `json:"schema"`
+	Name   string `json:"name"`
+	Rows   int64  `json:"rows"`
+	// Checksum is "sha256:<hex>" of the table's COPY text data in the stream.
+	Checksum string `json:"checksum"`
+	// DataBytes is the size of the table's COPY text data.
+	DataBytes int64 `json:"dataBytes"`
+}
+
+// QualifiedName is "schema.name" (unquoted; for messages and matching).
+func (t TableSummary) QualifiedName() string { return t.Schema + "." + t.Name }
+
+var (
+	// ErrTargetNotEmpty is returned (wrapped in *TargetNotEmptyError) when Restore
+	// finds objects in the target database and Replace is not set.
+	ErrTargetNotEmpty = errors.New("target database is not empty")
+	// ErrCorruptStream means the stream is truncated, malformed or not a dump.
+	ErrCorruptStream = errors.New("corrupt database stream")
+	// ErrUnsupportedFormat means the stream's major format version is newer
+	// than this code reads.
+	ErrUnsupportedFormat = errors.New("unsupported database stream format")
+	// ErrChecksumMismatch means loaded or streamed data differs from what the
+	// dump recorded.
+	ErrChecksumMismatch = errors.New("database checksum mismatch")
+	// ErrUnsupportedObject means the source schema holds objects that Dump cannot
+	// reproduce (views, functions, triggers, ...); it refuses rather than lose them.
+	ErrUnsupportedObject = errors.New("unsupported database object")
+)
+
+// TargetNotEmptyError lists what Restore found in the target database.
+type TargetNotEmptyError struct {
+	// Objects are "kind schema.name" strings, at most a few dozen.
+	Objects []string
+	// More counts objects found beyond Objects.
+	More int
+}
+
+func (e *TargetNotEmptyError) Error() string {
+	list := strings.Join(e.Objects, ", ")
+	if e.More > 0 {
+		list += fmt.Sprintf(" and %d more", e.More)
+	}
+	return fmt.Sprintf("%s: it holds %s; restore only into an empty database, or pass --replace to drop them in the same transaction", ErrTargetNotEmpty, list)
+}
+
+// Is makes errors.Is(err, ErrTargetNotEmpty) true.
+func (e *TargetNotEmptyError) Is(target error) bool { return target == ErrTargetNotEmpty }
+
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}

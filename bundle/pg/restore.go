@@ -1,0 +1,227 @@
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Restore reads a dump stream from r into the database at connString, all in
+// one transaction: it refuses a non-empty target (*TargetNotEmptyError) unless
+// opts.Replace, creates the schema, loads every table with COPY FROM (FREEZE),
+// re-reads each loaded table and compares its checksum with the dump's, creates
+// constraints and indexes, sets sequences, runs opts.BeforeCommit, and commits;
+// then it runs ANALYZE. Any failure before the commit (bad stream, checksum
+// mismatch, lost connection, cancelled ctx) rolls back and leaves the target
+// as it was.
+//
+// The stream's header and pre-data are read before connecting, so a stream
+// that is not a dump fails without touching the target. Reads from r are not
+// interrupted by ctx; a reader that may block should honour ctx itself.
+func Restore(ctx context.Context, connString string, r io.Reader, opts RestoreOptions) (*Summary, error) {
+	log := logger(opts.Logger)
+	sr := newStreamReader(r)
+	if err := sr.readHeader(); err != nil {
+		return nil, err
+	}
+	var pre streamDDL
+	if err := sr.readJSON(memberPreData, &pre); err != nil {
+		return nil, err
+	}
+
+	conn, err := connect(ctx, connString, "target")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("start restore transaction: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = tx.Rollback(rctx)
+		}
+	}()
+
+	rs := &restorer{conn: conn, tx: tx, sr: sr, opts: opts, log: log}
+	summary, err := rs.run(ctx, pre.Objects)
+	if err != nil {
+		return nil, err
+	}
+	rs.progress(ProgressEvent{Phase: PhaseCommit, TablesDone: len(sr.header.Tables), TablesTotal: len(sr.header.Tables), Bytes: rs.bytes})
+	if opts.BeforeCommit != nil {
+		if err := opts.BeforeCommit(ctx, tx); err != nil {
+			return nil, fmt.Errorf("restore: before commit: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("commit restore: %w", err)
+	}
+	committed = true
+	log.Info("restore committed", "tables", len(summary.Tables), "bytes", summary.Bytes)
+
+	if !opts.SkipAnalyze && len(sr.header.Tables) > 0 {
+		rs.progress(ProgressEvent{Phase: PhaseAnalyze, TablesDone: len(sr.header.Tables), TablesTotal: len(sr.header.Tables), Bytes: rs.bytes})
+		names := make([]string, len(sr.header.Tables))
+		for i, t := range sr.header.Tables {
+			names[i] = t.qualified()
+		}
+		// The data is committed: a failed ANALYZE only leaves planner
+		// statistics to autovacuum, so it is a warning, not a failed restore.
+		if _, err := conn.Exec(ctx, "ANALYZE "+strings.Join(names, ", ")); err != nil {
+			log.Warn("analyze after restore failed; autovacuum will gather statistics later", "error", err)
+		}
+	}
+	rs.progress(ProgressEvent{Phase: PhaseDone, TablesDone: len(sr.header.Tables), TablesTotal: len(sr.header.Tables), Bytes: rs.bytes})
+	return summary, nil
+}
+
+type restorer struct {
+	conn  *pgx.Conn
+	tx    pgx.Tx
+	sr    *streamReader
+	opts  RestoreOptions
+	log   *slog.Logger
+	bytes int64
+}
+
+func (rs *restorer) progress(ev ProgressEvent) {
+	if rs.opts.Progress != nil {
+		rs.opts.Progress(ev)
+	}
+}
+
+func (rs *restorer) run(ctx context.Context, pre []object) (*Summary, error) {
+	mem := rs.opts.MaintenanceWorkMem
+	if mem == "" {
+		mem = "256MB"
+	}
+	if _, err := rs.tx.Exec(ctx, "SELECT pg_catalog.set_config('maintenance_work_mem', $1, true)", mem); err != nil {
+		return nil, fmt.Errorf("restore: set maintenance_work_mem: %w", err)
+	}
+	if err := prepareTarget(ctx, rs.tx, rs.opts.Replace); err != nil {
+		return nil, err
+	}
+	tables := rs.sr.header.Tables
+	rs.progress(ProgressEvent{Phase: PhaseSchema, TablesTotal: len(tables)})
+	if err := rs.execAll(ctx, pre); err != nil {
+		return nil, err
+	}
+
+	hashes := make([]*tableHash, len(tables))
+	readback := make([]*tableHash, len(tables))
+	for i, t := range tables {
+		h, rb, err := rs.loadTable(ctx, i, t)
+		if err != nil {
+			return nil, err
+		}
+		hashes[i], readback[i] = h, rb
+	}
+	summary, err := rs.sr.finish(hashes)
+	if err != nil {
+		return nil, err
+	}
+	if !rs.opts.SkipReadback {
+		for i, t := range summary.Tables {
+			if got := readback[i].sum(); got != t.Checksum || readback[i].rows != t.Rows {
+				return nil, fmt.Errorf("%w: table %s.%s as loaded reads back as %d rows hashing to %s; the dump recorded %d rows hashing to %s",
+					ErrChecksumMismatch, t.Schema, t.Name, readback[i].rows, got, t.Rows, t.Checksum)
+			}
+		}
+	}
+	rs.progress(ProgressEvent{Phase: PhasePostData, TablesDone: len(tables), TablesTotal: len(tables), Bytes: rs.bytes})
+	if err := rs.execAll(ctx, rs.sr.post); err != nil {
+		return nil, err
+	}
+	return summary, nil
+}
+
+func (rs *restorer) execAll(ctx context.Context, objs []object) error {
+	for _, o := range objs {
+		if o.Kind == "SCHEMA" {
+			var exists bool
+			if err := rs.tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)", o.Name).Scan(&exists); err != nil {
+				return fmt.Errorf("restore schema %s: %w", o.Name, err)
+			}
+			if exists {
+				continue
+			}
+		}
+		if _, err := rs.tx.Exec(ctx, o.SQL); err != nil {
+			return fmt.Errorf("restore %s %s.%s: %w", strings.ToLower(o.Kind), o.Schema, o.Name, err)
+		}
+	}
+	return nil
+}
+
+// loadTable copies table i's data from the stream into the table and, unless
+// SkipReadback, copies it back out to hash what the server now holds.
+func (rs *restorer) loadTable(ctx context.Context, i int, t streamTable) (streamed, readback *tableHash, err error) {
+	name := t.Schema + "." + t.Name
+	ev := ProgressEvent{Phase: PhaseData, Table: name, TablesDone: i, TablesTotal: len(rs.sr.header.Tables), Bytes: rs.bytes}
+	rs.progress(ev)
+	streamed = newTableHash()
+	src := &recordingReader{r: rs.sr.tableData(i + 1), h: streamed, onRead: func(n int) {
+		ev.TableBytes += int64(n)
+		ev.Bytes += int64(n)
+		rs.bytes += int64(n)
+		if ev.TableBytes%(4<<20) < int64(n) {
+			rs.progress(ev)
+		}
+	}}
+	tag, err := rs.conn.PgConn().CopyFrom(ctx, src, "COPY "+t.qualified()+" "+copyColumnList(t)+" FROM STDIN WITH (FREEZE)")
+	if src.err != nil {
+		return nil, nil, fmt.Errorf("restore table %s: %w", name, src.err)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore table %s: %w", name, err)
+	}
+	if t.NoData && streamed.bytes > 0 {
+		return nil, nil, corrupt("table %s is marked without data but has data members", name)
+	}
+	if tag.RowsAffected() != streamed.rows {
+		return nil, nil, fmt.Errorf("%w: table %s: the server loaded %d rows, the stream holds %d", ErrChecksumMismatch, name, tag.RowsAffected(), streamed.rows)
+	}
+	rs.log.Debug("loaded table", "table", name, "rows", streamed.rows, "bytes", streamed.bytes)
+	if rs.opts.SkipReadback {
+		return streamed, nil, nil
+	}
+	rs.progress(ProgressEvent{Phase: PhaseVerify, Table: name, TableRows: streamed.rows, TableBytes: streamed.bytes, TablesDone: i, TablesTotal: len(rs.sr.header.Tables), Bytes: rs.bytes})
+	readback = newTableHash()
+	if _, err := rs.conn.PgConn().CopyTo(ctx, readback, "COPY "+t.qualified()+" "+copyColumnList(t)+" TO STDOUT"); err != nil {
+		return nil, nil, fmt.Errorf("verify table %s: %w", name, err)
+	}
+	return streamed, readback, nil
+}
+
+// recordingReader hashes what COPY FROM reads and keeps the stream's own
+// error: pgx turns a reader error into a CopyFail whose server error would
+// hide it.
+type recordingReader struct {
+	r      io.Reader
+	h      *tableHash
+	err    error
+	onRead func(int)
+}
+
+func (r *recordingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		_, _ = r.h.Write(p[:n])
+		r.onRead(n)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		r.err = err
+	}
+	return n, err
+}

@@ -1,0 +1,179 @@
+package pg
+
+import (
+	"archive/tar"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Stream format identifiers; see the package documentation.
+const (
+	// FormatName is the header's "format" value.
+	FormatName = "kubectl-assisted-pg-dump"
+	// FormatMajor changes when an older reader could misread a stream; readers
+	// refuse a newer major. Minor versions only add fields or members.
+	FormatMajor = 1
+	// FormatMinor is the minor version this code writes.
+	FormatMinor = 0
+
+	memberHeader   = "header.json"
+	memberPreData  = "pre-data.json"
+	memberPostData = "post-data.json"
+	memberSummary  = "summary.json"
+
+	// maxJSONMember bounds the metadata members a reader accepts.
+	maxJSONMember = 64 << 20
+	// defaultChunkSize is the largest data member Dump writes.
+	defaultChunkSize = 1 << 20
+)
+
+// dataMember names chunk c (from 0) of the table at index i (from 1) of the
+// header's table list.
+func dataMember(i, c int) string { return fmt.Sprintf("data/%04d/%06d.copy", i, c) }
+
+// streamHeader is header.json, the stream's first member.
+type streamHeader struct {
+	Format           string            `json:"format"`
+	Version          string            `json:"version"`
+	ServerVersion    string            `json:"serverVersion"`
+	ServerVersionNum int               `json:"serverVersionNum"`
+	Encoding         string            `json:"encoding"`
+	LastMigration    string            `json:"lastMigration,omitempty"`
+	Settings         map[string]string `json:"settings"`
+	Schemas          []string          `json:"schemas"`
+	Tables           []streamTable     `json:"tables"`
+}
+
+// streamTable is one table of the header: its data members follow in this
+// order; Columns is the COPY column list.
+type streamTable struct {
+	Schema  string   `json:"schema"`
+	Name    string   `json:"name"`
+	Columns []string `json:"columns"`
+	// NoData is true for a table whose rows were left out (ExcludeTableData).
+	NoData bool `json:"noData,omitempty"`
+}
+
+func (t streamTable) qualified() string { return qualified(t.Schema, t.Name) }
+
+func (t streamTable) copyColumns() string {
+	s := ""
+	for i, c := range t.Columns {
+		if i > 0 {
+			s += ", "
+		}
+		s += ident(c)
+	}
+	return "(" + s + ")"
+}
+
+// streamDDL is pre-data.json and post-data.json.
+type streamDDL struct {
+	Objects []object `json:"objects"`
+}
+
+// streamSummary is summary.json, the last member.
+type streamSummary struct {
+	Tables    []TableSummary `json:"tables"`
+	DataBytes int64          `json:"dataBytes"`
+}
+
+// streamWriter writes the tar members of a dump. Members have a fixed mode and
+// time, so one database state always gives the same bytes.
+type streamWriter struct {
+	tw    *tar.Writer
+	count *countingWriter
+}
+
+func newStreamWriter(w io.Writer) *streamWriter {
+	cw := &countingWriter{w: w}
+	return &streamWriter{tw: tar.NewWriter(cw), count: cw}
+}
+
+func (s *streamWriter) member(name string, body []byte) error {
+	hdr := &tar.Header{
+		Typeflag: tar.TypeReg,
+		Name:     name,
+		Mode:     0o600,
+		Size:     int64(len(body)),
+		ModTime:  time.Unix(0, 0),
+		Format:   tar.FormatUSTAR,
+	}
+	if err := s.tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if _, err := s.tw.Write(body); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+func (s *streamWriter) json(name string, v any) error {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", name, err)
+	}
+	return s.member(name, append(b, '\n'))
+}
+
+func (s *streamWriter) close() error {
+	if err := s.tw.Close(); err != nil {
+		return fmt.Errorf("finish stream: %w", err)
+	}
+	return nil
+}
+
+// chunker is the io.Writer that COPY TO writes a table into: it cuts the data
+// into members of at most len(buf) bytes.
+type chunker struct {
+	s      *streamWriter
+	table  int
+	chunk  int
+	buf    []byte
+	n      int
+	onData func(int)
+}
+
+func (c *chunker) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		k := copy(c.buf[c.n:], p)
+		c.n += k
+		p = p[k:]
+		written += k
+		if c.n == len(c.buf) {
+			if err := c.flush(); err != nil {
+				return written, err
+			}
+		}
+	}
+	return written, nil
+}
+
+func (c *chunker) flush() error {
+	if c.n == 0 {
+		return nil
+	}
+	if err := c.s.member(dataMember(c.table, c.chunk), c.buf[:c.n]); err != nil {
+		return err
+	}
+	if c.onData != nil {
+		c.onData(c.n)
+	}
+	c.chunk++
+	c.n = 0
+	return nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

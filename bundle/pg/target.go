@@ -1,0 +1,88 @@
+package pg
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// targetObjectsQuery lists what makes a database non-empty: user schemas other
+// than public, and the relations, types and routines in user schemas, leaving
+// out what extensions own (CREATE EXTENSION IF NOT EXISTS keeps those).
+const targetObjectsQuery = `
+SELECT kind, schema, name, drop FROM (
+	SELECT 1 AS o, 'schema' AS kind, n.nspname AS schema, n.nspname AS name,
+		'DROP SCHEMA ' || pg_catalog.quote_ident(n.nspname) || ' CASCADE' AS drop
+	FROM pg_catalog.pg_namespace n
+	WHERE ` + userSchemaCond + ` AND n.nspname <> 'public'
+	  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend e WHERE e.classid = 'pg_catalog.pg_namespace'::pg_catalog.regclass AND e.objid = n.oid AND e.deptype = 'e')
+	UNION ALL
+	SELECT 2, CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'table' WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view'
+			WHEN 'S' THEN 'sequence' ELSE 'foreign table' END,
+		n.nspname, c.relname,
+		'DROP ' || CASE c.relkind WHEN 'r' THEN 'TABLE' WHEN 'p' THEN 'TABLE' WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
+			WHEN 'S' THEN 'SEQUENCE' ELSE 'FOREIGN TABLE' END
+		|| ' IF EXISTS ' || pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) || ' CASCADE'
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE ` + userSchemaCond + ` AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f') AND NOT c.relispartition
+	  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend e WHERE e.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND e.objid = c.oid AND e.deptype = 'e')
+	UNION ALL
+	SELECT 3, CASE p.prokind WHEN 'p' THEN 'procedure' WHEN 'a' THEN 'aggregate' ELSE 'function' END, n.nspname, p.proname,
+		'DROP ROUTINE IF EXISTS ' || p.oid::pg_catalog.regprocedure::text || ' CASCADE'
+	FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+	WHERE ` + userSchemaCond + `
+	  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend e WHERE e.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND e.objid = p.oid AND e.deptype IN ('e', 'i'))
+	UNION ALL
+	SELECT 4, CASE t.typtype WHEN 'd' THEN 'domain' ELSE 'type' END, n.nspname, t.typname,
+		'DROP ' || CASE t.typtype WHEN 'd' THEN 'DOMAIN' ELSE 'TYPE' END || ' IF EXISTS '
+		|| pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(t.typname) || ' CASCADE'
+	FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
+	WHERE ` + userSchemaCond + ` AND t.typtype IN ('b', 'e', 'd', 'r', 'c') AND t.typcategory <> 'A'
+	  AND (t.typtype <> 'c' OR (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid = t.typrelid) = 'c')
+	  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend e WHERE e.classid = 'pg_catalog.pg_type'::pg_catalog.regclass AND e.objid = t.oid AND e.deptype = 'e')
+) x ORDER BY o, schema, name`
+
+// maxListed bounds how many objects a TargetNotEmptyError names.
+const maxListed = 10
+
+// prepareTarget refuses a non-empty target or, with replace, drops what is in
+// it, inside the restore transaction.
+func prepareTarget(ctx context.Context, tx pgx.Tx, replace bool) error {
+	rows, err := tx.Query(ctx, targetObjectsQuery)
+	if err != nil {
+		return fmt.Errorf("inspect target database: %w", err)
+	}
+	type found struct{ kind, schema, name, drop string }
+	objs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (found, error) {
+		var f found
+		return f, r.Scan(&f.kind, &f.schema, &f.name, &f.drop)
+	})
+	if err != nil {
+		return fmt.Errorf("inspect target database: %w", err)
+	}
+	if len(objs) == 0 {
+		return nil
+	}
+	if !replace {
+		e := &TargetNotEmptyError{}
+		for i, o := range objs {
+			if i == maxListed {
+				e.More = len(objs) - maxListed
+				break
+			}
+			name := o.schema + "." + o.name
+			if o.kind == "schema" {
+				name = o.name
+			}
+			e.Objects = append(e.Objects, o.kind+" "+name)
+		}
+		return e
+	}
+	for _, o := range objs {
+		if _, err := tx.Exec(ctx, o.drop); err != nil {
+			return fmt.Errorf("replace: drop %s %s.%s: %w", o.kind, o.schema, o.name, err)
+		}
+	}
+	return nil
+}
