@@ -139,8 +139,8 @@ func (r *tableDataReader) Read(p []byte) (int, error) {
 			h, err := r.s.peek()
 			if err != nil {
 				if err == io.EOF {
-					r.done = true
-					return 0, io.EOF // the caller finds post-data missing
+					// A complete stream has post-data after the data.
+					return 0, corrupt("truncated in the data of table %d", r.table)
 				}
 				return 0, streamErr("data", err)
 			}

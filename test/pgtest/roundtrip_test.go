@@ -1,6 +1,11 @@
 package pgtest
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
@@ -36,4 +41,105 @@ func TestRoundTripAssisted(t *testing.T) {
 	dst := harness.NewDatabase(t)
 	restore(t, dst.URL, stream, pg.RestoreOptions{})
 	assertSameDatabase(t, src.URL, dst.URL)
+}
+
+// TestRestoreIntoSecondServer restores both schemas into databases of a
+// private, independently initdb'ed server.
+func TestRestoreIntoSecondServer(t *testing.T) {
+	srv := harness.StartPostgres(t)
+	for _, c := range []struct {
+		name string
+		src  func(t *testing.T) *harness.Database
+	}{
+		{"assisted", func(t *testing.T) *harness.Database { return assisted.NewDatabase(t, assisted.Small) }},
+		{"edge", func(t *testing.T) *harness.Database {
+			db := harness.NewDatabase(t)
+			loadEdgeSchema(t, db)
+			return db
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := c.src(t)
+			stream, _ := dump(t, src.URL, pg.DumpOptions{})
+			dst := srv.NewDatabase(t)
+			restore(t, dst.URL, stream, pg.RestoreOptions{})
+			assertSameDatabase(t, src.URL, dst.URL)
+		})
+	}
+}
+
+// TestDumpOptions checks table selection: excluded tables are absent, tables
+// without data keep their definition, and the stream verifies offline.
+func TestDumpOptions(t *testing.T) {
+	src := assisted.NewDatabase(t, assisted.Small)
+	stream, sum := dump(t, src.URL, pg.DumpOptions{ExcludeTables: pg.DefaultExcludeTables, ExcludeTableData: []string{"public.events"}})
+	for _, ts := range sum.Tables {
+		if ts.Name == "release_images" {
+			t.Errorf("release_images is in the dump although excluded")
+		}
+		if ts.Name == "events" && ts.Rows != 0 {
+			t.Errorf("events has %d rows although its data is excluded", ts.Rows)
+		}
+	}
+	if _, err := pg.Verify(ctxFor(t), bytes.NewReader(stream)); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	dst := harness.NewDatabase(t)
+	restore(t, dst.URL, stream, pg.RestoreOptions{})
+	c := dst.Connect(t)
+	var images, events, hosts int
+	err := c.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'release_images'),
+		(SELECT count(*) FROM public.events), (SELECT count(*) FROM public.hosts)`).Scan(&images, &events, &hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if images != 0 || events != 0 || hosts != assisted.Small.Hosts {
+		t.Fatalf("restored: release_images tables %d (want 0), events %d (want 0), hosts %d (want %d)", images, events, hosts, assisted.Small.Hosts)
+	}
+
+	only, _ := dump(t, src.URL, pg.DumpOptions{IncludeTables: []string{"cluster*", "public.migrations"}})
+	got, err := pg.Verify(ctxFor(t), bytes.NewReader(only))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ts := range got.Tables {
+		names = append(names, ts.Name)
+	}
+	if strings.Join(names, ",") != "cluster_networks,clusters,migrations" {
+		t.Fatalf("include patterns selected %v", names)
+	}
+}
+
+// TestDumpRefusesUnsupportedObjects: a view would be lost, so Dump refuses.
+func TestDumpRefusesUnsupportedObjects(t *testing.T) {
+	src := harness.NewDatabase(t)
+	src.Exec(t, "CREATE TABLE public.t (a int); CREATE VIEW public.v AS SELECT a FROM public.t")
+	_, err := pg.Dump(ctxFor(t), src.URL, io.Discard, pg.DumpOptions{})
+	if !errors.Is(err, pg.ErrUnsupportedObject) || !strings.Contains(err.Error(), "view public.v") {
+		t.Fatalf("err = %v, want ErrUnsupportedObject naming view public.v", err)
+	}
+}
+
+// TestSecretsStayOut plants a password in connection strings that fail and
+// checks that no error repeats it.
+func TestSecretsStayOut(t *testing.T) {
+	const secret = "S3cr3t-Pl4nted-PW"
+	src := harness.NewDatabase(t)
+	stream, _ := dump(t, src.URL, pg.DumpOptions{})
+	for _, url := range []string{
+		"postgres://postgres:" + secret + "@127.0.0.1:1/nowhere?sslmode=disable&connect_timeout=2",
+		"postgres://postgres:" + secret + "@127.0.0.1:5432/no_such_database_kat?sslmode=disable",
+		"host=127.0.0.1 port=5432 user=postgres password=" + secret + " dbname=no_such_database_kat sslmode=disable",
+		"postgres://postgres:" + secret + "@127.0.0.1:5432/%zz",
+	} {
+		_, err := pg.Dump(ctxFor(t), url, io.Discard, pg.DumpOptions{})
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("dump error %v: want an error without the password", err)
+		}
+		_, err = pg.Restore(ctxFor(t), url, bytes.NewReader(stream), pg.RestoreOptions{})
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("restore error %v: want an error without the password", err)
+		}
+	}
 }

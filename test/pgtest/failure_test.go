@@ -1,0 +1,263 @@
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
+	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
+	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
+)
+
+// tiny is what a target holds before a failed restore, so that "left as it
+// was" is checked against real content.
+var tiny = assisted.Scale{Clusters: 2, Hosts: 3, Events: 10, InventoryBytes: 3000}
+
+// state is everything pg_dump sees in a database.
+func state(t testing.TB, url string) string {
+	t.Helper()
+	return pgDump(t, url, "--schema-only") + "\n-- data --\n" + sortedData(t, url)
+}
+
+func seededTarget(t testing.TB, db *harness.Database) string {
+	t.Helper()
+	assisted.LoadSchema(t, db.URL)
+	if err := assisted.Generate(context.Background(), db.URL, tiny); err != nil {
+		t.Fatal(err)
+	}
+	db.Exec(t, "CREATE TABLE public.extra (note text); INSERT INTO public.extra VALUES ('kept unless replaced')")
+	return state(t, db.URL)
+}
+
+func TestRestoreRefusesNonEmptyTarget(t *testing.T) {
+	src := assisted.NewDatabase(t, assisted.Small)
+	stream, _ := dump(t, src.URL, pg.DumpOptions{})
+	dst := harness.NewDatabase(t)
+	before := seededTarget(t, dst)
+
+	_, err := pg.Restore(ctxFor(t), dst.URL, bytes.NewReader(stream), pg.RestoreOptions{})
+	if !errors.Is(err, pg.ErrTargetNotEmpty) {
+		t.Fatalf("restore into a non-empty database: err = %v, want ErrTargetNotEmpty", err)
+	}
+	var tne *pg.TargetNotEmptyError
+	if !errors.As(err, &tne) || len(tne.Objects) == 0 {
+		t.Fatalf("error %v does not list the objects", err)
+	}
+	for _, want := range []string{"table public.api_vips", "--replace"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	assertSameText(t, "target", before, state(t, dst.URL))
+}
+
+func TestRestoreReplace(t *testing.T) {
+	src := assisted.NewDatabase(t, assisted.Small)
+	stream, _ := dump(t, src.URL, pg.DumpOptions{})
+	dst := harness.NewDatabase(t)
+	seededTarget(t, dst)
+	restore(t, dst.URL, stream, pg.RestoreOptions{Replace: true})
+	assertSameDatabase(t, src.URL, dst.URL)
+}
+
+// TestRestoreBrokenStreams feeds truncated and tampered streams to a restore
+// with Replace into a seeded target: each must fail with the right error and
+// leave the target exactly as it was.
+func TestRestoreBrokenStreams(t *testing.T) {
+	src := assisted.NewDatabase(t, assisted.Small)
+	stream, _ := dump(t, src.URL, pg.DumpOptions{ChunkSize: 256 << 10})
+	dst := harness.NewDatabase(t)
+	before := seededTarget(t, dst)
+
+	names, starts, sizes := memberOffsets(t, stream)
+	type tc struct {
+		name    string
+		stream  []byte
+		wantErr error
+	}
+	var cases []tc
+	for i, n := range names {
+		// Cut inside each member, and right after it.
+		mid := starts[i] + sizes[i]/2
+		cases = append(cases, tc{"cut inside " + n, stream[:mid], pg.ErrCorruptStream})
+		end := starts[i] + sizes[i]
+		if n != "summary.json" {
+			cases = append(cases, tc{"cut after " + n, stream[:(end+511)/512*512], pg.ErrCorruptStream})
+		}
+	}
+	cases = append(cases,
+		tc{"wrong checksum in summary", rewriteStream(t, stream, func(name string, body []byte) []byte {
+			if name != "summary.json" {
+				return body
+			}
+			var s map[string]any
+			if err := json.Unmarshal(body, &s); err != nil {
+				t.Fatal(err)
+			}
+			s["tables"].([]any)[3].(map[string]any)["checksum"] = "sha256:" + strings.Repeat("0", 64)
+			b, _ := json.Marshal(s)
+			return b
+		}), pg.ErrChecksumMismatch},
+		tc{"value changed in data", rewriteStream(t, stream, func(name string, body []byte) []byte {
+			if !strings.HasPrefix(name, "data/") {
+				return body
+			}
+			return bytes.Replace(body, []byte("cluster to installing"), []byte("cluster to INSTALLING"), 1)
+		}), pg.ErrChecksumMismatch},
+		tc{"row dropped from data", rewriteStream(t, stream, func(name string, body []byte) []byte {
+			if name != "data/0001/000000.copy" {
+				return body
+			}
+			return body[bytes.IndexByte(body, '\n')+1:]
+		}), pg.ErrChecksumMismatch},
+		tc{"data member missing", rewriteStream(t, stream, func(name string, body []byte) []byte {
+			if name == "data/0004/000001.copy" {
+				return nil
+			}
+			return body
+		}), pg.ErrCorruptStream},
+		tc{"newer major format", rewriteStream(t, stream, func(name string, body []byte) []byte {
+			if name != "header.json" {
+				return body
+			}
+			return bytes.Replace(body, []byte(`"version": "1.0"`), []byte(`"version": "2.0"`), 1)
+		}), pg.ErrUnsupportedFormat},
+		tc{"not a dump", []byte("hello, this is not a tar stream at all"), pg.ErrCorruptStream},
+		tc{"empty", nil, pg.ErrCorruptStream},
+	)
+	for _, c := range cases {
+		_, err := pg.Restore(ctxFor(t), dst.URL, bytes.NewReader(c.stream), pg.RestoreOptions{Replace: true})
+		if !errors.Is(err, c.wantErr) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.wantErr)
+		}
+	}
+	assertSameText(t, "target", before, state(t, dst.URL))
+	if len(cases) < 20 {
+		t.Fatalf("only %d cases: the stream has too few members", len(cases))
+	}
+}
+
+// interruptedRestore runs a Replace restore that pauses in the middle of the
+// table data, calls interrupt, then lets the stream go on; it returns the
+// restore's error.
+func interruptedRestore(t *testing.T, ctx context.Context, url string, stream []byte, interrupt func()) error {
+	t.Helper()
+	pr := newPausingReader(stream, dataMiddle(t, stream))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := pg.Restore(ctx, url, pr, pg.RestoreOptions{Replace: true})
+		errc <- err
+	}()
+	select {
+	case <-pr.paused:
+	case err := <-errc:
+		t.Fatalf("restore ended before the middle of the data: %v", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("restore never reached the middle of the data")
+	}
+	interrupt()
+	close(pr.resume)
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(2 * time.Minute):
+		t.Fatal("restore did not end after the interruption")
+		return nil
+	}
+}
+
+func TestRestoreServerKilledMidCopy(t *testing.T) {
+	src := assisted.NewDatabase(t, assisted.Small)
+	stream, _ := dump(t, src.URL, pg.DumpOptions{})
+	srv := harness.StartPostgres(t)
+	dst := srv.NewDatabase(t)
+	before := seededTarget(t, dst)
+	// Crash recovery replays a sequence's WAL record, which PostgreSQL logs
+	// 32 values ahead: without a checkpoint, events_id_seq would jump on
+	// restart whatever the restore did.
+	dst.Exec(t, "CHECKPOINT")
+
+	err := interruptedRestore(t, ctxFor(t), dst.URL, stream, srv.Kill)
+	if err == nil {
+		t.Fatal("restore succeeded although the server was killed")
+	}
+	srv.Restart(t)
+	assertSameText(t, "target", before, state(t, dst.URL))
+}
+
+func TestRestoreBackendTerminatedMidCopy(t *testing.T) {
+	src := assisted.NewDatabase(t, assisted.Small)
+	stream, _ := dump(t, src.URL, pg.DumpOptions{})
+	dst := harness.NewDatabase(t)
+	before := seededTarget(t, dst)
+	admin := dst.Connect(t)
+
+	err := interruptedRestore(t, ctxFor(t), dst.URL+"&application_name=kat-restore-under-test", stream, func() {
+		var n int
+		err := admin.QueryRow(context.Background(), `SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity
+			WHERE application_name = 'kat-restore-under-test' AND datname = $1`, dst.Name).Scan(&n)
+		if err != nil || n != 1 {
+			t.Errorf("terminate the restore's backend: %d terminated, %v", n, err)
+		}
+	})
+	if err == nil {
+		t.Fatal("restore succeeded although its connection was terminated")
+	}
+	assertSameText(t, "target", before, state(t, dst.URL))
+}
+
+func TestRestoreCancelledMidCopy(t *testing.T) {
+	src := assisted.NewDatabase(t, assisted.Small)
+	stream, _ := dump(t, src.URL, pg.DumpOptions{})
+	dst := harness.NewDatabase(t)
+	before := seededTarget(t, dst)
+
+	ctx, cancel := context.WithCancel(ctxFor(t))
+	err := interruptedRestore(t, ctx, dst.URL, stream, cancel)
+	if err == nil {
+		t.Fatal("restore succeeded although its context was cancelled")
+	}
+	assertSameText(t, "target", before, state(t, dst.URL))
+}
+
+func TestRestoreBeforeCommit(t *testing.T) {
+	src := assisted.NewDatabase(t, assisted.Small)
+	stream, _ := dump(t, src.URL, pg.DumpOptions{})
+
+	t.Run("writes land with the restore", func(t *testing.T) {
+		dst := harness.NewDatabase(t)
+		restore(t, dst.URL, stream, pg.RestoreOptions{BeforeCommit: func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "UPDATE public.clusters SET kube_key_namespace = 'restored-ns'")
+			return err
+		}})
+		var n int
+		if err := dst.Connect(t).QueryRow(context.Background(), "SELECT count(*) FROM public.clusters WHERE kube_key_namespace = 'restored-ns'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != assisted.Small.Clusters {
+			t.Fatalf("%d clusters carry the namespace written before commit, want %d", n, assisted.Small.Clusters)
+		}
+	})
+	t.Run("an error rolls everything back", func(t *testing.T) {
+		dst := harness.NewDatabase(t)
+		before := state(t, dst.URL)
+		boom := errors.New("kube keys could not be written")
+		_, err := pg.Restore(ctxFor(t), dst.URL, bytes.NewReader(stream), pg.RestoreOptions{BeforeCommit: func(ctx context.Context, tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "UPDATE public.clusters SET kube_key_namespace = 'x'"); err != nil {
+				return err
+			}
+			return boom
+		}})
+		if !errors.Is(err, boom) {
+			t.Fatalf("err = %v, want the hook's error", err)
+		}
+		assertSameText(t, "target", before, state(t, dst.URL))
+	})
+}
