@@ -53,7 +53,15 @@ func Restore(ctx context.Context, connString string, r io.Reader, opts RestoreOp
 		}
 	}()
 
-	rs := &restorer{conn: conn, tx: tx, sr: sr, opts: opts, log: log}
+	_, targetVersion, err := serverVersion(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	readback := opts.Readback == ReadbackAlways ||
+		(opts.Readback == ReadbackAuto && targetVersion/10000 != sr.header.ServerVersionNum/10000)
+	log.Debug("restore", "sourceVersion", sr.header.ServerVersionNum, "targetVersion", targetVersion, "readback", readback)
+
+	rs := &restorer{conn: conn, tx: tx, sr: sr, opts: opts, log: log, readback: readback}
 	summary, err := rs.run(ctx, pre.Objects)
 	if err != nil {
 		return nil, err
@@ -72,15 +80,7 @@ func Restore(ctx context.Context, connString string, r io.Reader, opts RestoreOp
 
 	if !opts.SkipAnalyze && len(sr.header.Tables) > 0 {
 		rs.progress(ProgressEvent{Phase: PhaseAnalyze, TablesDone: len(sr.header.Tables), TablesTotal: len(sr.header.Tables), Bytes: rs.bytes})
-		names := make([]string, len(sr.header.Tables))
-		for i, t := range sr.header.Tables {
-			names[i] = t.qualified()
-		}
-		// The data is committed: a failed ANALYZE only leaves planner
-		// statistics to autovacuum, so it is a warning, not a failed restore.
-		if _, err := conn.Exec(ctx, "ANALYZE "+strings.Join(names, ", ")); err != nil {
-			log.Warn("analyze after restore failed; autovacuum will gather statistics later", "error", err)
-		}
+		analyze(ctx, conn, connString, summary.Tables, log)
 	}
 	rs.progress(ProgressEvent{Phase: PhaseDone, TablesDone: len(sr.header.Tables), TablesTotal: len(sr.header.Tables), Bytes: rs.bytes})
 	return summary, nil
@@ -93,6 +93,8 @@ type restorer struct {
 	opts  RestoreOptions
 	log   *slog.Logger
 	bytes int64
+	// readback: re-read each loaded table and compare its checksum.
+	readback bool
 }
 
 func (rs *restorer) progress(ev ProgressEvent) {
@@ -131,7 +133,7 @@ func (rs *restorer) run(ctx context.Context, pre []object) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !rs.opts.SkipReadback {
+	if rs.readback {
 		for i, t := range summary.Tables {
 			if got := readback[i].sum(); got != t.Checksum || readback[i].rows != t.Rows {
 				return nil, fmt.Errorf("%w: table %s.%s as loaded reads back as %d rows hashing to %s; the dump recorded %d rows hashing to %s",
@@ -165,7 +167,7 @@ func (rs *restorer) execAll(ctx context.Context, objs []object) error {
 }
 
 // loadTable copies table i's data from the stream into the table and, unless
-// SkipReadback, copies it back out to hash what the server now holds.
+// reading back, copies it back out to hash what the server now holds.
 func (rs *restorer) loadTable(ctx context.Context, i int, t streamTable) (streamed, readback *tableHash, err error) {
 	name := t.Schema + "." + t.Name
 	ev := ProgressEvent{Phase: PhaseData, Table: name, TablesDone: i, TablesTotal: len(rs.sr.header.Tables), Bytes: rs.bytes}
@@ -193,7 +195,7 @@ func (rs *restorer) loadTable(ctx context.Context, i int, t streamTable) (stream
 		return nil, nil, fmt.Errorf("%w: table %s: the server loaded %d rows, the stream holds %d", ErrChecksumMismatch, name, tag.RowsAffected(), streamed.rows)
 	}
 	rs.log.Debug("loaded table", "table", name, "rows", streamed.rows, "bytes", streamed.bytes)
-	if rs.opts.SkipReadback {
+	if !rs.readback {
 		return streamed, nil, nil
 	}
 	rs.progress(ProgressEvent{Phase: PhaseVerify, Table: name, TableRows: streamed.rows, TableBytes: streamed.bytes, TablesDone: i, TablesTotal: len(rs.sr.header.Tables), Bytes: rs.bytes})

@@ -100,7 +100,7 @@ SELECT ts, ts, CASE WHEN g % 97 = 0 THEN ts + interval '3 days' END, CASE WHEN g
     md5('req-' || (g / 5))::uuid::text,
     (ARRAY['info', 'info', 'info', 'info', 'warning', 'error', 'info', 'critical'])[1 + g % 8]
 FROM (SELECT g, h, 1 + (h - 1) % $2 AS c, timestamptz '2025-01-01 02:00:00+00' + g * interval '250 milliseconds' AS ts
-      FROM (SELECT g, 1 + (g * 7919) % $3 AS h FROM generate_series(1, $1) g) x) s`
+      FROM (SELECT g, 1 + ((g::bigint * 7919) % $3)::int AS h FROM generate_series(1, $1) g) x) s`
 
 // literal quotes s as a SQL string constant (standard_conforming_strings on).
 func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

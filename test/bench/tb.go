@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // bench is what a benchmark gets: a testing.TB for the test harness whose
@@ -71,31 +67,3 @@ func (b *bench) runProtected(run func(*bench) error) (err error) {
 	}()
 	return run(b)
 }
-
-// measured is one child process run: wall time and peak resident memory.
-type measured struct {
-	wall   time.Duration
-	maxRSS int64 // bytes
-	stdout []byte
-}
-
-// run runs a command to completion and measures it.
-func run(name string, args ...string) (measured, error) {
-	cmd := exec.Command(name, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	m := measured{wall: time.Since(start), stdout: out.Bytes()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru != nil {
-		m.maxRSS = ru.Maxrss * 1024 // KiB on Linux
-	}
-	if err != nil {
-		return m, fmt.Errorf("%s: %w\n%s", name, err, errb.String())
-	}
-	return m, nil
-}
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
-
-func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }

@@ -261,3 +261,48 @@ func TestRestoreBeforeCommit(t *testing.T) {
 		assertSameText(t, "target", before, state(t, dst.URL))
 	})
 }
+
+// TestReadbackCatchesChangedValues: a target that changes values on load (an
+// event trigger adds a row trigger to every new table) passes the stream
+// checks, since the bytes sent are right, but not the readback.
+func TestReadbackCatchesChangedValues(t *testing.T) {
+	src := assisted.NewDatabase(t, assisted.Small)
+	stream, _ := dump(t, src.URL, pg.DumpOptions{})
+	tamper := func(t *testing.T) *harness.Database {
+		db := harness.NewDatabase(t)
+		// Event triggers and pg_catalog functions are outside every user
+		// schema, so the target still counts as empty.
+		db.Exec(t, `
+CREATE FUNCTION pg_catalog.kat_tamper_row() RETURNS trigger LANGUAGE plpgsql AS
+  $$ BEGIN NEW.id := NEW.id || '-changed'; RETURN NEW; END $$;
+CREATE FUNCTION pg_catalog.kat_tamper_ddl() RETURNS event_trigger LANGUAGE plpgsql AS $$
+DECLARE r record;
+BEGIN
+  FOR r IN SELECT * FROM pg_catalog.pg_event_trigger_ddl_commands() WHERE object_identity = 'public.migrations' LOOP
+    EXECUTE 'CREATE TRIGGER kat_tamper BEFORE INSERT ON public.migrations FOR EACH ROW EXECUTE FUNCTION pg_catalog.kat_tamper_row()';
+  END LOOP;
+END $$;
+CREATE EVENT TRIGGER kat_tamper ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXECUTE FUNCTION pg_catalog.kat_tamper_ddl();`)
+		return db
+	}
+
+	dst := tamper(t)
+	before := state(t, dst.URL)
+	_, err := pg.Restore(ctxFor(t), dst.URL, bytes.NewReader(stream), pg.RestoreOptions{Readback: pg.ReadbackAlways})
+	if !errors.Is(err, pg.ErrChecksumMismatch) || !strings.Contains(err.Error(), "public.migrations") {
+		t.Fatalf("err = %v, want a checksum mismatch on public.migrations", err)
+	}
+	assertSameText(t, "target", before, state(t, dst.URL))
+
+	// Without the readback the changed values go unnoticed: the check above
+	// is what catches them.
+	other := tamper(t)
+	restore(t, other.URL, stream, pg.RestoreOptions{Readback: pg.ReadbackNever})
+	var changed int
+	if err := other.Connect(t).QueryRow(context.Background(), "SELECT count(*) FROM public.migrations WHERE id LIKE '%-changed'").Scan(&changed); err != nil {
+		t.Fatal(err)
+	}
+	if changed == 0 {
+		t.Fatal("the tampering trigger did not fire: the test proves nothing")
+	}
+}

@@ -1,0 +1,148 @@
+// Command pgengine runs bundle/pg's Dump or Restore in a process of its own,
+// with the stream zstd-compressed in a file as a bundle layer would hold it,
+// so that `make bench` measures its time and peak memory the way it measures
+// pg_dump's and pg_restore's.
+//
+//	pgengine [-level default] dump URL FILE
+//	pgengine restore URL FILE
+//
+// It prints a JSON result: stream and file sizes, and seconds per phase.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
+)
+
+var restoreOpts pg.RestoreOptions
+
+type result struct {
+	StreamBytes int64              `json:"streamBytes"`
+	FileBytes   int64              `json:"fileBytes"`
+	Phases      map[string]float64 `json:"phases"`
+	Tables      int                `json:"tables"`
+}
+
+// phaseClock turns progress events into seconds spent per phase.
+type phaseClock struct {
+	phase  pg.Phase
+	start  time.Time
+	phases map[string]float64
+}
+
+func (c *phaseClock) event(ev pg.ProgressEvent) {
+	if ev.Phase == c.phase {
+		return
+	}
+	now := time.Now()
+	if c.phase != "" {
+		c.phases[string(c.phase)] += now.Sub(c.start).Seconds()
+	}
+	c.phase, c.start = ev.Phase, now
+}
+
+func main() {
+	level := flag.String("level", "default", "zstd level: fastest, default, better or best")
+	readback := flag.String("readback", "auto", "restore: re-read loaded tables: auto, always or never")
+	flag.BoolVar(&restoreOpts.SkipAnalyze, "skip-analyze", false, "restore: no ANALYZE after commit")
+	flag.Parse()
+	switch *readback {
+	case "auto":
+		restoreOpts.Readback = pg.ReadbackAuto
+	case "always":
+		restoreOpts.Readback = pg.ReadbackAlways
+	case "never":
+		restoreOpts.Readback = pg.ReadbackNever
+	default:
+		fmt.Fprintln(os.Stderr, "pgengine: -readback is auto, always or never")
+		os.Exit(2)
+	}
+	if flag.NArg() != 3 {
+		fmt.Fprintln(os.Stderr, "usage: pgengine [-level L] dump|restore URL FILE")
+		os.Exit(2)
+	}
+	ok, lvl := zstd.EncoderLevelFromString(*level)
+	if !ok {
+		fmt.Fprintln(os.Stderr, "pgengine: unknown zstd level", *level)
+		os.Exit(2)
+	}
+	res, err := runOp(flag.Arg(0), flag.Arg(1), flag.Arg(2), lvl)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pgengine:", err)
+		os.Exit(1)
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(res)
+}
+
+func runOp(op, url, file string, level zstd.EncoderLevel) (*result, error) {
+	ctx := context.Background()
+	clock := &phaseClock{phases: map[string]float64{}}
+	res := &result{Phases: clock.phases}
+	switch op {
+	case "dump":
+		f, err := os.Create(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		bw := bufio.NewWriterSize(f, 1<<20)
+		enc, err := zstd.NewWriter(bw, zstd.WithEncoderLevel(level))
+		if err != nil {
+			return nil, err
+		}
+		sum, err := pg.Dump(ctx, url, enc, pg.DumpOptions{Progress: clock.event})
+		if err != nil {
+			return nil, err
+		}
+		if err := enc.Close(); err != nil {
+			return nil, err
+		}
+		if err := bw.Flush(); err != nil {
+			return nil, err
+		}
+		if err := f.Sync(); err != nil {
+			return nil, err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		res.StreamBytes, res.FileBytes, res.Tables = sum.Bytes, fi.Size(), len(sum.Tables)
+	case "restore":
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		dec, err := zstd.NewReader(bufio.NewReaderSize(f, 1<<20), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return nil, err
+		}
+		defer dec.Close()
+		sum, err := pg.Restore(ctx, url, io.Reader(dec), withProgress(restoreOpts, clock.event))
+		if err != nil {
+			return nil, err
+		}
+		fi, _ := f.Stat()
+		res.StreamBytes, res.FileBytes, res.Tables = sum.Bytes, fi.Size(), len(sum.Tables)
+	default:
+		return nil, fmt.Errorf("unknown operation %q", op)
+	}
+	clock.event(pg.ProgressEvent{Phase: "end"})
+	return res, nil
+}
+
+func withProgress(o pg.RestoreOptions, f func(pg.ProgressEvent)) pg.RestoreOptions {
+	o.Progress = f
+	return o
+}
