@@ -26,7 +26,7 @@ var (
 	pgEvents   = flag.Int("pg-events", assisted.Bench.Events, "pg: events to generate")
 	pgZstd     = flag.String("pg-zstd", "default", "pg: zstd level of our stream (fastest, default, better, best)")
 	pgRounds   = flag.Int("pg-rounds", 1, "pg: measure each tool this many times, alternating, and keep the fastest")
-	pgReadback = flag.Bool("pg-readback", true, "pg: also measure a restore that re-reads every table (as across PostgreSQL majors)")
+	pgReadback = flag.Bool("pg-readback", false, "pg: also measure a restore that re-reads every table (as across PostgreSQL majors)")
 )
 
 // maxRSSGoal is the bound on the engine's peak memory.
