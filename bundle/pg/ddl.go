@@ -215,8 +215,7 @@ func constraintDDL(k constraintDef) []object {
 	out := []object{{Kind: kind, Schema: k.schema, Name: k.conname,
 		SQL: "ALTER TABLE ONLY " + table + " ADD CONSTRAINT " + ident(k.conname) + " " + k.def}}
 	if k.clustered || k.replIdent {
-		var idx string // the constraint's index has the constraint's name
-		idx = ident(k.conname)
+		idx := ident(k.conname) // the constraint's index has the constraint's name
 		if k.clustered {
 			out = append(out, object{Kind: "CLUSTER", Schema: k.schema, Name: k.conname, SQL: "ALTER TABLE ONLY " + table + " CLUSTER ON " + idx})
 		}
