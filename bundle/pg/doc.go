@@ -71,8 +71,10 @@
 // DateStyle ISO, IntervalStyle postgres, TimeZone UTC, extra_float_digits 3,
 // bytea_output hex, standard_conforming_strings on, search_path empty), which
 // Restore uses too, so a loaded table re-read with the same COPY hashes to the
-// checksum the dump recorded: Restore compares both the streamed bytes and
-// the re-read table with summary.json before it commits. In COPY text every
+// checksum the dump recorded. Before it commits, Restore compares the streamed
+// bytes of every table and the server's row counts with summary.json, and,
+// when the target runs another PostgreSQL major than the source (or with
+// ReadbackAlways), every table re-read from the target as well. In COPY text every
 // row ends with a newline (newlines inside values are escaped), so counting
 // newlines counts rows.
 //

@@ -15,9 +15,10 @@ import (
 // Restore reads a dump stream from r into the database at connString, all in
 // one transaction: it refuses a non-empty target (*TargetNotEmptyError) unless
 // opts.Replace, creates the schema, loads every table with COPY FROM (FREEZE),
-// re-reads each loaded table and compares its checksum with the dump's, creates
-// constraints and indexes, sets sequences, runs opts.BeforeCommit, and commits;
-// then it runs ANALYZE. Any failure before the commit (bad stream, checksum
+// checks each table's streamed bytes and the server's row count against the
+// dump's checksum and count (and re-reads the loaded table to compare, see
+// Readback), creates constraints and indexes, sets sequences, runs
+// opts.BeforeCommit, and commits; then it runs ANALYZE. Any failure before the commit (bad stream, checksum
 // mismatch, lost connection, cancelled ctx) rolls back and leaves the target
 // as it was.
 //
