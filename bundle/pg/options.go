@@ -57,7 +57,8 @@ type RestoreOptions struct {
 	// transaction (COPY TO) and its checksum compared with the dump's; the
 	// streamed bytes' checksums and the server's row counts are always checked.
 	Readback Readback
-	// SkipAnalyze does not run ANALYZE on the restored tables after commit.
+	// SkipAnalyze does not run ANALYZE on the restored tables after commit;
+	// the caller runs Analyze itself (for instance beside restoring files).
 	SkipAnalyze bool
 	// MaintenanceWorkMem is set (SET LOCAL) for index builds; default "256MB".
 	MaintenanceWorkMem string

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
@@ -146,5 +147,38 @@ func TestSecretsStayOut(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), secret) {
 			t.Errorf("restore error %v: want an error without the password", err)
 		}
+	}
+}
+
+// TestAnalyze: a restore that skips ANALYZE leaves the tables without
+// manual statistics; Analyze then gathers them.
+func TestAnalyze(t *testing.T) {
+	src := assisted.NewDatabase(t, assisted.Small)
+	stream, _ := dump(t, src.URL, pg.DumpOptions{})
+	dst := harness.NewDatabase(t)
+	sum := restore(t, dst.URL, stream, pg.RestoreOptions{SkipAnalyze: true})
+	conn := dst.Connect(t)
+	analyzed := func() int {
+		var n int
+		err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_catalog.pg_stat_user_tables
+			WHERE schemaname = 'public' AND relname IN ('events', 'hosts') AND last_analyze IS NOT NULL`).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := analyzed(); n != 0 {
+		t.Fatalf("%d tables were analyzed although the restore skipped ANALYZE", n)
+	}
+	if err := pg.Analyze(ctxFor(t), dst.URL, sum.Tables, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Statistics counters reach other sessions within about a second.
+	deadline := time.Now().Add(10 * time.Second)
+	for analyzed() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of events and hosts show a manual ANALYZE after Analyze, want 2", analyzed())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
