@@ -117,6 +117,10 @@ func benchPG(b *bench) error {
 	fmt.Printf("%-22s %-12s %-30s %-7.2f <= 1.0 %s\n", "compressed size", mib(ourDumpRes.FileBytes), mib(refSize)+" (-Fc, gzip)", sizeRatio, b.goal("bigger than pg_dump -Fc", sizeRatio <= 1))
 	fmt.Printf("%-22s %-12s %-30s %-7s < 150 MiB %s\n", "peak RSS dump", mib(ourDump.maxRSS), mib(refDump.maxRSS)+" (pg_dump)", "", b.goal("dump memory", ourDump.maxRSS < maxRSSGoal))
 	fmt.Printf("%-22s %-12s %-30s %-7s < 150 MiB %s\n", "peak RSS restore", mib(ourRestore.maxRSS), mib(refRestore.maxRSS)+" (pg_restore)", "", b.goal("restore memory", ourRestore.maxRSS < maxRSSGoal))
+	if a := ourRestoreRes.Phases["analyze"]; a > 0 {
+		fmt.Printf("%-22s %-12s %-30s %-7.2f (pg_restore runs no ANALYZE; pg.Analyze can overlap file restore)\n", "restore w/o ANALYZE",
+			fmt.Sprintf("%.2fs", ourRestore.wall.Seconds()-a), secs(refRestore.wall)+" (pg_restore -1)", (ourRestore.wall.Seconds()-a)/refRestore.wall.Seconds())
+	}
 	if *pgReadback {
 		fmt.Printf("%-22s %-12s %-30s %-7.2f (readback is automatic only across majors)\n", "restore, readback", secs(readback.wall), secs(refRestore.wall)+" (pg_restore -1)", readback.wall.Seconds()/refRestore.wall.Seconds())
 	}
