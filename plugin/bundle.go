@@ -25,6 +25,7 @@ func NewCmdBundle(env *Env) *cobra.Command {
 		NewCmdBundleCreate(env),
 		NewCmdBundleInspect(env),
 		NewCmdBundleVerify(env),
+		NewCmdBundleExtract(env),
 	)
 	return cmd
 }

@@ -258,7 +258,9 @@ func printCreateResult(w io.Writer, r *BundleCreateResult) error {
 	return nil
 }
 
-func seconds(d time.Duration) float64 { return float64(d.Round(time.Millisecond)) / float64(time.Second) }
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
 
 func humanBytes(n int64) string {
 	const unit = 1024
