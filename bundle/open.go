@@ -63,10 +63,18 @@ func Open(ctx context.Context, ref string, opts OpenOptions) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	return OpenSource(ctx, src, opts)
+	b, err := OpenSource(ctx, src, opts)
+	if err != nil {
+		src.Close()
+		return nil, err
+	}
+	return b, nil
 }
 
-// OpenSource is Open on an already opened source.
+// Close releases the bundle's source (an archive's open file).
+func (b *Bundle) Close() error { return b.src.Close() }
+
+// OpenSource is Open on an already opened source; Close closes src.
 func OpenSource(ctx context.Context, src oci.Source, opts OpenOptions) (*Bundle, error) {
 	desc, err := src.Resolve(ctx)
 	if err != nil {

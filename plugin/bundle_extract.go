@@ -128,6 +128,7 @@ func (o *BundleExtractOptions) extract(cmd *cobra.Command, opts bundle.OpenOptio
 	if err != nil {
 		return nil, err
 	}
+	defer b.Close()
 	out := &BundleExtraction{APIVersion: ResultAPIVersion, Kind: "BundleExtraction", Reference: b.Reference, Digest: b.Descriptor.Digest.String()}
 	if _, ok := b.Layer(bundle.LayerDatabase); ok {
 		rc, err := b.Database(ctx)

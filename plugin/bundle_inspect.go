@@ -80,6 +80,7 @@ func (o *BundleInspectOptions) Run(cmd *cobra.Command, env *Env) error {
 	if err != nil {
 		return bundleError(fmt.Errorf("inspect %s: %w", o.Ref, err))
 	}
+	defer b.Close()
 	out := &BundleInspection{
 		APIVersion: ResultAPIVersion, Kind: "BundleInspection",
 		Reference: b.Reference, Digest: b.Descriptor.Digest.String(), MediaType: b.Descriptor.MediaType,

@@ -102,6 +102,7 @@ func (o *BundleVerifyOptions) verify(cmd *cobra.Command, opts bundle.OpenOptions
 	if err != nil {
 		return nil, err
 	}
+	defer b.Close()
 	return b.Verify(cmd.Context(), bundle.VerifyOptions{})
 }
 

@@ -8,6 +8,7 @@ require (
 	filippo.io/age v1.3.2
 	github.com/golang-jwt/jwt/v4 v4.5.2
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/klauspost/compress v1.20.4
 	github.com/kubectl-assisted/kubectl-assisted v0.0.0-00010101000000-000000000000
 	github.com/olareg/olareg v0.2.2
 	github.com/opencontainers/go-digest v1.0.0
