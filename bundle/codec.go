@@ -19,7 +19,7 @@ import (
 // output of klauspost/compress is stable only for equal code and options, and
 // unencrypted bundles promise equal digests for equal input.
 var encoderOptions = []zstd.EOption{
-	zstd.WithEncoderLevel(zstd.SpeedDefault),
+	zstd.WithEncoderLevel(zstd.SpeedFastest),
 	zstd.WithEncoderConcurrency(2),
 	zstd.WithEncoderCRC(true),
 }
