@@ -247,7 +247,7 @@ func (b *Bundle) openLayer(ctx context.Context, l Layer) (io.ReadCloser, error) 
 		}
 		plain = &decryptErrReader{r: ar, kind: l.Kind}
 	}
-	zr, err := zstd.NewReader(plain, zstd.WithDecoderMaxWindow(maxDecoderWindow), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	zr, err := zstd.NewReader(plain, zstd.WithDecoderMaxWindow(maxDecoderWindow), zstd.WithDecoderConcurrency(2))
 	if err != nil {
 		rc.Close()
 		return nil, err
