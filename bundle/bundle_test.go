@@ -166,6 +166,28 @@ func TestCreate_UnencryptedIsReproducible(t *testing.T) {
 	if a.Digest == c.Digest {
 		t.Fatal("encrypted bundles have equal digests; age output should be randomized")
 	}
+	// What stays reproducible is the plaintext (docs/bundle-format.md).
+	var plains [][]byte
+	for _, ref := range []string{a.Reference, c.Reference} {
+		b, err := Open(context.Background(), ref, OpenOptions{Identities: []age.Identity{id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := b.OpenLayer(context.Background(), LayerFiles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := io.ReadAll(rc)
+		rc.Close()
+		b.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		plains = append(plains, p)
+	}
+	if !bytes.Equal(plains[0], plains[1]) {
+		t.Fatal("the decrypted files layers of equal input differ")
+	}
 }
 
 func TestOpen_Failures(t *testing.T) {
