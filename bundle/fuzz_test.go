@@ -23,8 +23,10 @@ type memSource struct {
 }
 
 func (m *memSource) Resolve(context.Context) (ocispec.Descriptor, error) { return m.manifest, nil }
-func (m *memSource) Reference() oci.Reference                          { return oci.Reference{Transport: oci.TransportLayout, Path: "mem"} }
-func (m *memSource) Close() error                                       { return nil }
+func (m *memSource) Reference() oci.Reference {
+	return oci.Reference{Transport: oci.TransportLayout, Path: "mem"}
+}
+func (m *memSource) Close() error { return nil }
 func (m *memSource) Fetch(_ context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
 	b, ok := m.blobs[d.Digest]
 	if !ok {

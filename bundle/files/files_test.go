@@ -11,7 +11,9 @@ import (
 )
 
 func TestCheck_UnsafeEntries(t *testing.T) {
-	reg := func(name string) tar.Header { return tar.Header{Name: name, Typeflag: tar.TypeReg, Size: 1, Mode: 0o644} }
+	reg := func(name string) tar.Header {
+		return tar.Header{Name: name, Typeflag: tar.TypeReg, Size: 1, Mode: 0o644}
+	}
 	tests := []struct {
 		name    string
 		entries []tar.Header
