@@ -12,7 +12,7 @@ import (
 // assertExtracted compares an extracted files tree with the source data dir.
 func assertExtracted(t *testing.T, src, got string) {
 	t.Helper()
-	pw := filepath.Join(testClusterID, "kubeadmin-password")
+	pw := filepath.Join(bundleClusterID, "kubeadmin-password")
 	want, _ := os.ReadFile(filepath.Join(src, pw))
 	b, err := os.ReadFile(filepath.Join(got, pw))
 	if err != nil || string(b) != string(want) {
@@ -27,11 +27,11 @@ func assertExtracted(t *testing.T, src, got string) {
 		t.Fatalf("mtime %v, want %v", fi.ModTime(), sfi.ModTime())
 	}
 	buf := make([]byte, 32)
-	n, err := unix.Getxattr(filepath.Join(got, testClusterID, "manifests/openshift/50-user.yaml"), "user.assisted-installer-manifest-source", buf)
+	n, err := unix.Getxattr(filepath.Join(got, bundleClusterID, "manifests/openshift/50-user.yaml"), "user.assisted-installer-manifest-source", buf)
 	if err != nil || string(buf[:n]) != "user" {
 		t.Fatalf("manifest source xattr = %q, %v", buf[:n], err)
 	}
-	if l, err := os.Readlink(filepath.Join(got, testClusterID, "latest.yaml")); err != nil || l != "manifests/openshift/50-user.yaml" {
+	if l, err := os.Readlink(filepath.Join(got, bundleClusterID, "latest.yaml")); err != nil || l != "manifests/openshift/50-user.yaml" {
 		t.Fatalf("symlink = %q, %v", l, err)
 	}
 	if _, err := os.Stat(filepath.Join(got, "installercache")); !errors.Is(err, os.ErrNotExist) {

@@ -20,7 +20,7 @@ const (
 	bundleArtifactType = "application/vnd.kubectl-assisted.bundle"
 	bundleConfigType   = "application/vnd.kubectl-assisted.bundle.config.v1+json"
 	filesLayerTypeAge  = "application/vnd.kubectl-assisted.bundle.files.v1.tar+zstd+age"
-	testClusterID      = "5d7a9c1e-2b3f-4a6d-8e9f-0a1b2c3d4e5f"
+	bundleClusterID    = "5d7a9c1e-2b3f-4a6d-8e9f-0a1b2c3d4e5f"
 )
 
 // ageKey writes a fresh age identity file and returns its path and recipient.
@@ -53,15 +53,15 @@ func assistedData(t *testing.T, kubeadminPassword string) string {
 		}
 		return p
 	}
-	write(testClusterID+"/kubeadmin-password", kubeadminPassword, 0o600)
-	write(testClusterID+"/install-config.yaml", "apiVersion: v1\nmetadata:\n  name: test\n", 0o644)
-	m := write(testClusterID+"/manifests/openshift/50-user.yaml", "apiVersion: v1\nkind: ConfigMap\n", 0o644)
+	write(bundleClusterID+"/kubeadmin-password", kubeadminPassword, 0o600)
+	write(bundleClusterID+"/install-config.yaml", "apiVersion: v1\nmetadata:\n  name: test\n", 0o644)
+	m := write(bundleClusterID+"/manifests/openshift/50-user.yaml", "apiVersion: v1\nkind: ConfigMap\n", 0o644)
 	if err := unix.Setxattr(m, "user.assisted-installer-manifest-source", []byte("user"), 0); err != nil {
 		harness.Unavailable(t, "user xattrs on the temp filesystem", err)
 	}
-	write(testClusterID+"/logs/host/logs.tar.gz", strings.Repeat("log line\n", 1000), 0o644)
+	write(bundleClusterID+"/logs/host/logs.tar.gz", strings.Repeat("log line\n", 1000), 0o644)
 	write("installercache/openshift-install-4.16", "not bundled", 0o755)
-	if err := os.Symlink("manifests/openshift/50-user.yaml", filepath.Join(d, testClusterID, "latest.yaml")); err != nil {
+	if err := os.Symlink("manifests/openshift/50-user.yaml", filepath.Join(d, bundleClusterID, "latest.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -138,8 +138,8 @@ func parseManifest(t *testing.T, raw string) manifest {
 	return m
 }
 
-// createResult is the part of `bundle create -o json` the tests read.
-type createResult struct {
+// bundleCreateResult is the part of `bundle create -o json` the tests read.
+type bundleCreateResult struct {
 	Kind      string `json:"kind"`
 	Reference string `json:"reference"`
 	Digest    string `json:"digest"`
@@ -151,9 +151,9 @@ type createResult struct {
 	} `json:"layers"`
 }
 
-func parseCreate(t *testing.T, stdout string) createResult {
+func parseCreate(t *testing.T, stdout string) bundleCreateResult {
 	t.Helper()
-	var r createResult
+	var r bundleCreateResult
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil || r.Kind != "BundleCreateResult" || !strings.HasPrefix(r.Digest, "sha256:") {
 		t.Fatalf("bundle create -o json: %v\n%s", err, stdout)
 	}

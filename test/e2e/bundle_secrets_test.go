@@ -123,7 +123,7 @@ func TestBundle_SecretsNeverLeak(t *testing.T) {
 	if err != nil || !strings.Contains(string(resYAML), "kind: InfraEnv") || !strings.Contains(string(resYAML), secrets[1]) {
 		t.Fatalf("resources.yaml lacks the InfraEnv or its Secret (%v):\n%s", err, resYAML)
 	}
-	pw, err := os.ReadFile(filepath.Join(out, "files", testClusterID, "kubeadmin-password"))
+	pw, err := os.ReadFile(filepath.Join(out, "files", bundleClusterID, "kubeadmin-password"))
 	if err != nil || string(pw) != kubeadmin {
 		t.Fatalf("kubeadmin-password not restored: %v", err)
 	}
