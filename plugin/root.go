@@ -59,6 +59,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdAddNodes(env),
 		NewCmdWaitFor(env),
 		NewCmdSwitchover(env),
+		NewCmdBundle(env),
 	)
 	return cmd
 }

@@ -1,0 +1,246 @@
+package bundle
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+	"golang.org/x/sys/unix"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+)
+
+// fakeDB is a DatabaseSource that writes fixed bytes.
+type fakeDB struct{ data string }
+
+func (f fakeDB) Dump(_ context.Context, w io.Writer) (*DatabaseSummary, error) {
+	if _, err := io.WriteString(w, f.data); err != nil {
+		return nil, err
+	}
+	return &DatabaseSummary{ServerVersion: "15.8", LastMigration: "20240101000000", Tables: []TableInfo{{Schema: "public", Name: "clusters", Rows: 1, Checksum: "sha256:abc"}}}, nil
+}
+
+const clusterID = "3f0b8e7c-1f2a-4b3c-9d4e-5f6a7b8c9d0e"
+
+// dataDir builds a small assisted-service /data tree.
+func dataDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	mk := func(rel, content string, mode os.FileMode) string {
+		p := filepath.Join(d, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mk(clusterID+"/kubeadmin-password", "pw", 0o600)
+	m := mk(clusterID+"/manifests/openshift/user.yaml", "kind: ConfigMap\n", 0o644)
+	if err := unix.Setxattr(m, "user.assisted-installer-manifest-source", []byte("user"), 0); err != nil {
+		t.Skipf("no user xattrs here: %v", err)
+	}
+	mk("installercache/openshift-install", "binary", 0o755)
+	if err := os.Symlink("manifests/openshift/user.yaml", filepath.Join(d, clusterID, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func newIdentity(t *testing.T) *age.X25519Identity {
+	t.Helper()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func create(t *testing.T, ref string, opts CreateOptions) *Result {
+	t.Helper()
+	res, err := Create(context.Background(), ref, oci.RegistryOptions{}, opts)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	return res
+}
+
+func TestCreateOpenVerifyExtract_Layout(t *testing.T) {
+	ctx := context.Background()
+	id := newIdentity(t)
+	data := dataDir(t)
+	ref := "oci:" + filepath.Join(t.TempDir(), "layout") + ":v1"
+	res := create(t, ref, CreateOptions{
+		Database:   fakeDB{data: "COPY clusters ...\n"},
+		Files:      &FilesOptions{Dir: data},
+		Recipients: []age.Recipient{id.Recipient()},
+		Creator:    "test",
+	})
+	if len(res.Layers) != 2 || res.Layers[0].Kind != LayerDatabase || res.Layers[1].Kind != LayerFiles {
+		t.Fatalf("layers = %+v", res.Layers)
+	}
+	if got := res.Metadata.Source.ClusterIDs; len(got) != 1 || got[0] != clusterID {
+		t.Fatalf("cluster ids = %v", got)
+	}
+
+	b, err := Open(ctx, ref, OpenOptions{Identities: []age.Identity{id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Descriptor.Digest.String() != res.Digest {
+		t.Fatalf("digest %s, created %s", b.Descriptor.Digest, res.Digest)
+	}
+	rep, err := b.Verify(ctx, VerifyOptions{})
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	for _, l := range rep.Layers {
+		if !l.Decoded {
+			t.Fatalf("layer %s not decoded", l.Kind)
+		}
+	}
+	rc, err := b.Database(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || string(db) != "COPY clusters ...\n" {
+		t.Fatalf("database = %q, %v", db, err)
+	}
+
+	out := filepath.Join(t.TempDir(), "staged")
+	sum, err := b.ExtractFiles(ctx, out, files.ExtractOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Files != 2 || sum.Symlinks != 1 {
+		t.Fatalf("extract summary = %+v", sum)
+	}
+	if _, err := os.Stat(filepath.Join(out, "installercache")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("installercache was bundled: %v", err)
+	}
+	buf := make([]byte, 64)
+	n, err := unix.Getxattr(filepath.Join(out, clusterID, "manifests/openshift/user.yaml"), "user.assisted-installer-manifest-source", buf)
+	if err != nil || string(buf[:n]) != "user" {
+		t.Fatalf("xattr = %q, %v", buf[:n], err)
+	}
+	fi, err := os.Stat(filepath.Join(out, clusterID, "kubeadmin-password"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("kubeadmin-password mode = %v, %v", fi.Mode(), err)
+	}
+	src, _ := os.Stat(filepath.Join(data, clusterID, "kubeadmin-password"))
+	if !fi.ModTime().Equal(src.ModTime()) {
+		t.Fatalf("mtime %v, want %v", fi.ModTime(), src.ModTime())
+	}
+	if l, err := os.Readlink(filepath.Join(out, clusterID, "link.yaml")); err != nil || l != "manifests/openshift/user.yaml" {
+		t.Fatalf("symlink = %q, %v", l, err)
+	}
+}
+
+func TestCreate_UnencryptedIsReproducible(t *testing.T) {
+	data := dataDir(t)
+	created := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	var digests []string
+	for i := 0; i < 2; i++ {
+		ref := "oci:" + filepath.Join(t.TempDir(), "l")
+		res := create(t, ref, CreateOptions{Database: fakeDB{data: "x"}, Files: &FilesOptions{Dir: data}, Created: created, Creator: "test"})
+		digests = append(digests, res.Digest)
+	}
+	if digests[0] != digests[1] {
+		t.Fatalf("digests differ: %v", digests)
+	}
+	// Encrypted: age output is randomized, so digests differ by design.
+	id := newIdentity(t)
+	a := create(t, "oci:"+filepath.Join(t.TempDir(), "a"), CreateOptions{Files: &FilesOptions{Dir: data}, Created: created, Recipients: []age.Recipient{id.Recipient()}})
+	c := create(t, "oci:"+filepath.Join(t.TempDir(), "c"), CreateOptions{Files: &FilesOptions{Dir: data}, Created: created, Recipients: []age.Recipient{id.Recipient()}})
+	if a.Digest == c.Digest {
+		t.Fatal("encrypted bundles have equal digests; age output should be randomized")
+	}
+	// What stays reproducible is the plaintext (docs/bundle-format.md).
+	var plains [][]byte
+	for _, ref := range []string{a.Reference, c.Reference} {
+		b, err := Open(context.Background(), ref, OpenOptions{Identities: []age.Identity{id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := b.OpenLayer(context.Background(), LayerFiles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := io.ReadAll(rc)
+		rc.Close()
+		b.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		plains = append(plains, p)
+	}
+	if !bytes.Equal(plains[0], plains[1]) {
+		t.Fatal("the decrypted files layers of equal input differ")
+	}
+}
+
+func TestOpen_Failures(t *testing.T) {
+	ctx := context.Background()
+	id := newIdentity(t)
+	data := dataDir(t)
+	dir := filepath.Join(t.TempDir(), "layout")
+	res := create(t, "oci:"+dir, CreateOptions{Database: fakeDB{data: strings.Repeat("row\n", 5000)}, Files: &FilesOptions{Dir: data}, Recipients: []age.Recipient{id.Recipient()}})
+	blob := func(d string) string { return filepath.Join(dir, "blobs", "sha256", strings.TrimPrefix(d, "sha256:")) }
+
+	t.Run("wrong identity", func(t *testing.T) {
+		b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{newIdentity(t)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.Verify(ctx, VerifyOptions{})
+		var de *DecryptError
+		if !errors.As(err, &de) || !errors.Is(err, ErrWrongIdentity) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	for _, l := range res.Layers {
+		t.Run("flipped byte in "+string(l.Kind), func(t *testing.T) {
+			p := blob(l.Digest)
+			orig, _ := os.ReadFile(p)
+			defer os.WriteFile(p, orig, 0o644)
+			bad := bytes.Clone(orig)
+			bad[len(bad)/2] ^= 0x40
+			os.WriteFile(p, bad, 0o644)
+			b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = b.Verify(ctx, VerifyOptions{})
+			var ie *IntegrityError
+			if !errors.As(err, &ie) || ie.Reason != ReasonDigest {
+				t.Fatalf("err = %v", err)
+			}
+		})
+		t.Run("truncated "+string(l.Kind), func(t *testing.T) {
+			p := blob(l.Digest)
+			orig, _ := os.ReadFile(p)
+			defer os.WriteFile(p, orig, 0o644)
+			os.WriteFile(p, orig[:len(orig)-10], 0o644)
+			b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = b.Verify(ctx, VerifyOptions{})
+			var ie *IntegrityError
+			if !errors.As(err, &ie) || ie.Reason != ReasonSize {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}

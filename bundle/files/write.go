@@ -1,0 +1,278 @@
+package files
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultExcludes are left out of the files layer: assisted-service rebuilds
+// them (installercache holds openshift-install binaries; disconnected-ignition
+// is a temp area), and lost+found belongs to the filesystem.
+var DefaultExcludes = []string{"installercache", "disconnected-ignition*", "lost+found"}
+
+// WriteOptions tune Write.
+type WriteOptions struct {
+	// Exclude are path.Match patterns against the slash-separated path
+	// relative to the root ("installercache", "*/tmp"); a matching directory
+	// is left out with everything below it.
+	Exclude []string
+	// OnBytes is called with the number of file bytes just read.
+	OnBytes func(n int64)
+}
+
+// ErrChanged is returned when a file changes while it is read: the data
+// directory must be quiesced (assisted-service stopped) for a consistent bundle.
+var ErrChanged = errors.New("changed while it was read; stop assisted-service (or bundle a quiesced copy) and retry")
+
+// Write writes the tree under root to w as a PAX tar, in lexical order, and
+// returns what it wrote. Entries carry mode, mtime, uid/gid and user.* xattrs;
+// no access/change times and no user names, so the same tree gives the same
+// bytes. Symlinks are stored as links (never followed); files linked more than
+// once are stored once and then as hard links; sockets, FIFOs and devices are
+// skipped.
+func Write(ctx context.Context, w io.Writer, root string, opts WriteOptions) (*Summary, error) {
+	fi, err := os.Stat(root)
+	if err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("data directory %s is not a directory", root)
+	}
+	for _, p := range opts.Exclude {
+		if _, err := path.Match(p, ""); err != nil {
+			return nil, fmt.Errorf("exclude pattern %q: %w", p, err)
+		}
+	}
+	tw := tar.NewWriter(w)
+	s := &Summary{}
+	wr := &treeWriter{tw: tw, root: root, opts: opts, sum: s, links: map[[2]uint64]string{}}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if excluded(rel, opts.Exclude) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		return wr.add(p, rel, d)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	sort.Strings(s.ClusterIDs)
+	return s, nil
+}
+
+func excluded(rel string, patterns []string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, rel); ok {
+			return true
+		}
+	}
+	return false
+}
+
+type treeWriter struct {
+	tw    *tar.Writer
+	root  string
+	opts  WriteOptions
+	sum   *Summary
+	links map[[2]uint64]string // (dev, inode) of multiply linked files -> first path
+}
+
+func (w *treeWriter) add(p, rel string, d fs.DirEntry) error {
+	info, err := d.Info()
+	if err != nil {
+		return err
+	}
+	st, _ := info.Sys().(*syscall.Stat_t)
+	hdr := &tar.Header{
+		Name:    rel,
+		Mode:    int64(info.Mode().Perm()) | specialBits(info.Mode()),
+		ModTime: info.ModTime(),
+		Format:  tar.FormatPAX,
+	}
+	if st != nil {
+		hdr.Uid, hdr.Gid = int(st.Uid), int(st.Gid)
+	}
+	switch {
+	case info.IsDir():
+		hdr.Typeflag, hdr.Name = tar.TypeDir, rel+"/"
+		w.sum.Dirs++
+		if !strings.Contains(rel, "/") && uuidRE.MatchString(rel) {
+			w.sum.ClusterIDs = append(w.sum.ClusterIDs, rel)
+		}
+	case info.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, target
+		w.sum.Symlinks++
+		return w.tw.WriteHeader(hdr) // Linux has no user.* xattrs on symlinks
+	case info.Mode().IsRegular():
+		if st != nil && st.Nlink > 1 {
+			key := [2]uint64{uint64(st.Dev), st.Ino}
+			if first, ok := w.links[key]; ok {
+				hdr.Typeflag, hdr.Linkname = tar.TypeLink, first
+				w.sum.HardLinks++
+				return w.tw.WriteHeader(hdr)
+			}
+			w.links[key] = rel
+		}
+		hdr.Typeflag, hdr.Size = tar.TypeReg, info.Size()
+	default:
+		return nil // socket, FIFO, device: not data
+	}
+	if err := w.xattrs(p, hdr); err != nil {
+		return err
+	}
+	if err := w.tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	if hdr.Typeflag != tar.TypeReg {
+		return nil
+	}
+	w.sum.Files++
+	w.sum.Bytes += hdr.Size
+	return w.copyFile(p, rel, hdr.Size)
+}
+
+// copyFile copies exactly size bytes and fails when the file is shorter or
+// longer than when it was listed.
+func (w *treeWriter) copyFile(p, rel string, size int64) error {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var dst io.Writer = w.tw
+	if w.opts.OnBytes != nil {
+		dst = &reportingWriter{w: w.tw, on: w.opts.OnBytes}
+	}
+	n, err := io.CopyN(dst, f, size)
+	if errors.Is(err, io.EOF) || n < size {
+		return fmt.Errorf("%s: shrank from %d to %d bytes: %w", rel, size, n, ErrChanged)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	var one [1]byte
+	if m, _ := f.Read(one[:]); m > 0 {
+		return fmt.Errorf("%s: grew beyond %d bytes: %w", rel, size, ErrChanged)
+	}
+	return nil
+}
+
+func (w *treeWriter) xattrs(p string, hdr *tar.Header) error {
+	names, err := listXattrs(p)
+	if err != nil {
+		return fmt.Errorf("%s: list extended attributes: %w", hdr.Name, err)
+	}
+	for _, name := range names {
+		if !strings.HasPrefix(name, xattrPrefix) {
+			continue
+		}
+		val, err := getXattr(p, name)
+		if errors.Is(err, unix.ENODATA) {
+			continue // removed between list and get
+		}
+		if err != nil {
+			return fmt.Errorf("%s: read extended attribute %s: %w", hdr.Name, name, err)
+		}
+		if hdr.PAXRecords == nil {
+			hdr.PAXRecords = map[string]string{}
+		}
+		hdr.PAXRecords[paxXattrPrefix+name] = string(val)
+		w.sum.Xattrs++
+	}
+	return nil
+}
+
+func specialBits(m fs.FileMode) int64 {
+	var b int64
+	if m&fs.ModeSetuid != 0 {
+		b |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		b |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		b |= 0o1000
+	}
+	return b
+}
+
+func listXattrs(p string) ([]string, error) {
+	for size := 256; ; size *= 4 {
+		buf := make([]byte, size)
+		n, err := unix.Llistxattr(p, buf)
+		if errors.Is(err, unix.ERANGE) && size < 1<<20 {
+			continue
+		}
+		if errors.Is(err, unix.ENOTSUP) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, name := range strings.Split(string(buf[:n]), "\x00") {
+			if name != "" {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+		return names, nil
+	}
+}
+
+func getXattr(p, name string) ([]byte, error) {
+	for size := 256; ; size *= 4 {
+		buf := make([]byte, size)
+		n, err := unix.Lgetxattr(p, name, buf)
+		if errors.Is(err, unix.ERANGE) && size < 1<<20 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return buf[:n], nil
+	}
+}
+
+type reportingWriter struct {
+	w  io.Writer
+	on func(int64)
+}
+
+func (r *reportingWriter) Write(p []byte) (int, error) {
+	n, err := r.w.Write(p)
+	r.on(int64(n))
+	return n, err
+}

@@ -1,0 +1,152 @@
+package bundle
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"filippo.io/age"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+)
+
+// memSource is an in-memory oci.Source: blobs by digest and one manifest.
+type memSource struct {
+	blobs    map[digest.Digest][]byte
+	manifest ocispec.Descriptor
+}
+
+func (m *memSource) Resolve(context.Context) (ocispec.Descriptor, error) { return m.manifest, nil }
+func (m *memSource) Reference() oci.Reference {
+	return oci.Reference{Transport: oci.TransportLayout, Path: "mem"}
+}
+func (m *memSource) Close() error { return nil }
+func (m *memSource) Fetch(_ context.Context, d ocispec.Descriptor) (io.ReadCloser, error) {
+	b, ok := m.blobs[d.Digest]
+	if !ok {
+		return nil, fmt.Errorf("%s: not found", d.Digest)
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
+func (m *memSource) put(b []byte) digest.Digest {
+	d := digest.FromBytes(b)
+	m.blobs[d] = b
+	return d
+}
+
+// memWriter is an oci.Writer into a memSource.
+type memWriter struct{ src *memSource }
+
+func (w memWriter) PushStream(_ context.Context, mt string, r io.Reader) (ocispec.Descriptor, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	return ocispec.Descriptor{MediaType: mt, Digest: w.src.put(b), Size: int64(len(b))}, nil
+}
+func (w memWriter) PushBytes(ctx context.Context, mt string, b []byte) (ocispec.Descriptor, error) {
+	return w.PushStream(ctx, mt, bytes.NewReader(b))
+}
+func (w memWriter) PushManifest(ctx context.Context, mt string, b []byte) (ocispec.Descriptor, error) {
+	d, err := w.PushStream(ctx, mt, bytes.NewReader(b))
+	w.src.manifest = d
+	return d, err
+}
+func (memWriter) Close() error { return nil }
+func (memWriter) Abort()       {}
+
+// fuzzIdentity is fixed so the corpus stays meaningful across runs.
+var fuzzIdentity, _ = age.ParseX25519Identity("AGE-SECRET-KEY-1GQ9778VQXMMJVE8SK7J6VT8UJ4HDQAJUVSFCWCM02D8GEWQ72PVQ2Y5J33")
+
+func sampleTar() []byte {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	tw.WriteHeader(&tar.Header{Name: "d/", Typeflag: tar.TypeDir, Mode: 0o755})
+	tw.WriteHeader(&tar.Header{Name: "d/f", Typeflag: tar.TypeReg, Mode: 0o600, Size: 3, PAXRecords: map[string]string{"SCHILY.xattr.user.x": "y"}})
+	tw.Write([]byte("abc"))
+	tw.WriteHeader(&tar.Header{Name: "d/l", Typeflag: tar.TypeSymlink, Linkname: "f"})
+	tw.Close()
+	return b.Bytes()
+}
+
+// encodeLayer is the writer's encoding of plain.
+func encodeLayer(t testing.TB, plain []byte, encrypted bool) []byte {
+	var out bytes.Buffer
+	var rs []age.Recipient
+	if encrypted {
+		rs = []age.Recipient{fuzzIdentity.Recipient()}
+	}
+	lw, err := newLayerWriter(&out, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw.Write(plain)
+	lw.Close()
+	return out.Bytes()
+}
+
+// FuzzLayerReader feeds arbitrary blobs (whose descriptor matches, so the
+// digest check passes) through age and zstd decoding and the files check: no
+// panic, and every failure is one of the typed errors.
+func FuzzLayerReader(f *testing.F) {
+	f.Add(encodeLayer(f, sampleTar(), false), false)
+	f.Add(encodeLayer(f, sampleTar(), true), true)
+	f.Add([]byte("age-encryption.org/v1\n-> X25519 abc\n"), true)
+	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0}, false)
+	f.Fuzz(func(t *testing.T, blob []byte, encrypted bool) {
+		src := &memSource{blobs: map[digest.Digest][]byte{}}
+		d := src.put(blob)
+		b := &Bundle{src: src, identities: []age.Identity{fuzzIdentity}, progress: nopProgress{}}
+		l := Layer{Kind: LayerFiles, Known: true, Encrypted: encrypted, Descriptor: ocispec.Descriptor{MediaType: LayerFiles.MediaType(encrypted), Digest: d, Size: int64(len(blob))}}
+		b.Layers = []Layer{l}
+		b.Metadata = &Metadata{FormatVersion: FormatVersion, Encryption: EncryptionInfo{Scheme: EncryptionNone}}
+		var lr LayerReport
+		err := b.verifyDecoded(context.Background(), l, &lr, VerifyOptions{})
+		if err == nil {
+			return
+		}
+		var ie *IntegrityError
+		if errors.As(err, &ie) {
+			t.Fatalf("integrity error on a blob that matches its descriptor: %v", err)
+		}
+	})
+}
+
+// FuzzOpen decodes arbitrary manifests and configs strictly: no panic, and
+// only a well-formed bundle opens.
+func FuzzOpen(f *testing.F) {
+	src := &memSource{blobs: map[digest.Digest][]byte{}}
+	if _, err := Write(context.Background(), memWriter{src}, CreateOptions{Resources: nil, Database: fakeDB{data: "x"}}); err != nil {
+		f.Fatal(err)
+	}
+	man := src.blobs[src.manifest.Digest]
+	var cfg []byte
+	for _, b := range src.blobs {
+		if bytes.Contains(b, []byte(`"formatVersion"`)) {
+			cfg = b
+		}
+	}
+	f.Add(man, cfg)
+	f.Add([]byte(`{"schemaVersion":2,"artifactType":"application/vnd.kubectl-assisted.bundle","annotations":{"io.kubectl-assisted.bundle.format-version":"2.0.0"}}`), cfg)
+	f.Add([]byte(`{}`), []byte(`{}`))
+	f.Fuzz(func(t *testing.T, manifest, config []byte) {
+		s := &memSource{blobs: map[digest.Digest][]byte{}}
+		s.put(config)
+		d := s.put(manifest)
+		s.manifest = ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: d, Size: int64(len(manifest))}
+		b, err := OpenSource(context.Background(), s, OpenOptions{})
+		if err != nil {
+			return
+		}
+		if b.Manifest.ArtifactType != ArtifactType || b.Metadata == nil || b.Metadata.FormatVersion == "" {
+			t.Fatalf("opened a bundle that is not one: %+v", b.Manifest)
+		}
+	})
+}

@@ -1,0 +1,371 @@
+package bundle
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"filippo.io/age"
+	"github.com/klauspost/compress/zstd"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+)
+
+// OpenOptions configure Open.
+type OpenOptions struct {
+	Registry oci.RegistryOptions
+	// Identities decrypt the layers; without them only the metadata and the
+	// stored bytes can be read (inspect, digest checks).
+	Identities []age.Identity
+	Progress   Progress
+}
+
+// Bundle is an opened bundle: its manifest and metadata are fetched, verified
+// against their digests and decoded strictly; layers are streamed on demand.
+type Bundle struct {
+	// Reference is the reference that was opened.
+	Reference string
+	// Descriptor is the manifest's descriptor (its digest names the bundle).
+	Descriptor ocispec.Descriptor
+	Manifest   ocispec.Manifest
+	Metadata   *Metadata
+	Layers     []Layer
+
+	src        oci.Source
+	identities []age.Identity
+	progress   Progress
+}
+
+// Layer is one layer of the manifest.
+type Layer struct {
+	Kind LayerKind
+	// Known is false for a layer kind added by a newer minor version: it is
+	// verified but not decoded.
+	Known      bool
+	Encrypted  bool
+	Descriptor ocispec.Descriptor
+}
+
+const maxManifestBytes = 4 << 20
+
+// Open resolves ref and reads its manifest and metadata. It refuses anything
+// that is not a bundle of a supported major version before any layer is read.
+func Open(ctx context.Context, ref string, opts OpenOptions) (*Bundle, error) {
+	r, err := oci.ParseReference(ref)
+	if err != nil {
+		return nil, err
+	}
+	src, err := oci.NewSource(ctx, r, opts.Registry)
+	if err != nil {
+		return nil, err
+	}
+	b, err := OpenSource(ctx, src, opts)
+	if err != nil {
+		src.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Close releases the bundle's source (an archive's open file).
+func (b *Bundle) Close() error { return b.src.Close() }
+
+// OpenSource is Open on an already opened source; Close closes src.
+func OpenSource(ctx context.Context, src oci.Source, opts OpenOptions) (*Bundle, error) {
+	desc, err := src.Resolve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if desc.MediaType != ocispec.MediaTypeImageManifest {
+		return nil, &FormatError{What: "manifest", Err: fmt.Errorf("%s is a %q, not an OCI image manifest", src.Reference(), desc.MediaType)}
+	}
+	mb, err := fetchSmall(ctx, src, desc, "manifest")
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{Reference: src.Reference().String(), Descriptor: desc, src: src, identities: opts.Identities, progress: progressOrNop(opts.Progress)}
+	newerMinor, err := b.decodeManifest(mb)
+	if err != nil {
+		return nil, err
+	}
+	cb, err := fetchSmall(ctx, src, b.Manifest.Config, "config")
+	if err != nil {
+		return nil, err
+	}
+	if b.Metadata, err = decodeMetadata(cb, newerMinor); err != nil {
+		return nil, err
+	}
+	if v, err := parseVersion(b.Metadata.FormatVersion); err != nil {
+		return nil, &FormatError{What: "metadata (config blob)", Err: err}
+	} else if ours, _ := parseVersion(FormatVersion); v.major != ours.major {
+		return nil, &UnsupportedVersionError{Version: b.Metadata.FormatVersion}
+	}
+	for _, l := range b.Layers {
+		if l.Encrypted != (b.Metadata.Encryption.Scheme == EncryptionAge) {
+			return nil, &FormatError{What: "manifest", Err: fmt.Errorf("the %s layer's encryption does not match the metadata's scheme %q", l.Kind, b.Metadata.Encryption.Scheme)}
+		}
+	}
+	return b, nil
+}
+
+// decodeManifest checks what makes this a bundle, in an order that gives the
+// most useful error first: artifactType, then version, then strict decoding.
+func (b *Bundle) decodeManifest(mb []byte) (newerMinor bool, err error) {
+	var loose ocispec.Manifest
+	if err := json.Unmarshal(mb, &loose); err != nil {
+		return false, &FormatError{What: "manifest", Err: err}
+	}
+	if loose.ArtifactType != ArtifactType {
+		return false, &FormatError{What: "manifest", Err: fmt.Errorf("artifactType %q: not a kubectl-assisted bundle (want %q)", loose.ArtifactType, ArtifactType)}
+	}
+	v, ok := loose.Annotations[AnnotationFormatVersion]
+	if !ok {
+		return false, &FormatError{What: "manifest", Err: fmt.Errorf("annotation %s is missing", AnnotationFormatVersion)}
+	}
+	if newerMinor, err = checkVersion(v); err != nil {
+		return false, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(mb))
+	if !newerMinor {
+		dec.DisallowUnknownFields()
+	}
+	var m ocispec.Manifest
+	if err := dec.Decode(&m); err != nil {
+		return false, &FormatError{What: "manifest", Err: err}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return false, &FormatError{What: "manifest", Err: errors.New("trailing data after the JSON object")}
+	}
+	switch {
+	case m.SchemaVersion != 2:
+		return false, &FormatError{What: "manifest", Err: fmt.Errorf("schemaVersion %d, want 2", m.SchemaVersion)}
+	case m.MediaType != ocispec.MediaTypeImageManifest:
+		return false, &FormatError{What: "manifest", Err: fmt.Errorf("mediaType %q, want %q", m.MediaType, ocispec.MediaTypeImageManifest)}
+	case m.Config.MediaType != ConfigMediaType:
+		return false, &FormatError{What: "manifest", Err: fmt.Errorf("config mediaType %q, want %q", m.Config.MediaType, ConfigMediaType)}
+	case m.Config.Size > maxMetadataBytes:
+		return false, &FormatError{What: "manifest", Err: fmt.Errorf("config of %d bytes is over the %d limit", m.Config.Size, maxMetadataBytes)}
+	}
+	seen := map[LayerKind]bool{}
+	for _, d := range m.Layers {
+		kind, enc, known, err := ParseLayerMediaType(d.MediaType)
+		if err != nil {
+			return false, &FormatError{What: "manifest", Err: err}
+		}
+		if !known && !newerMinor {
+			return false, &FormatError{What: "manifest", Err: fmt.Errorf("unknown layer kind %q in format %s", kind, v)}
+		}
+		if seen[kind] {
+			return false, &FormatError{What: "manifest", Err: fmt.Errorf("two %s layers", kind)}
+		}
+		seen[kind] = true
+		if d.Size < 0 {
+			return false, &FormatError{What: "manifest", Err: fmt.Errorf("%s layer has a negative size", kind)}
+		}
+		b.Layers = append(b.Layers, Layer{Kind: kind, Known: known, Encrypted: enc, Descriptor: d})
+	}
+	b.Manifest = m
+	return newerMinor, nil
+}
+
+func fetchSmall(ctx context.Context, src oci.Source, desc ocispec.Descriptor, what string) ([]byte, error) {
+	if desc.Size > maxManifestBytes {
+		return nil, &FormatError{What: what, Err: fmt.Errorf("%d bytes is over the %d limit", desc.Size, maxManifestBytes)}
+	}
+	rc, err := src.Fetch(ctx, desc)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s %s: %w", what, desc.Digest, err)
+	}
+	defer rc.Close()
+	v, err := newVerifier(rc, desc, what)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(v)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Layer returns the layer of a kind, if the bundle has one.
+func (b *Bundle) Layer(kind LayerKind) (Layer, bool) {
+	for _, l := range b.Layers {
+		if l.Kind == kind {
+			return l, true
+		}
+	}
+	return Layer{}, false
+}
+
+// OpenLayer streams a layer's plaintext: fetched, verified, decrypted and
+// decompressed on the fly. The reader's final Read returns io.EOF only when
+// the blob's size and digest match, the age stream authenticated to its last
+// chunk, and the zstd frame ended cleanly with its checksum; otherwise it
+// returns an *IntegrityError, *DecryptError or *FormatError. Read it to EOF
+// before committing what it fed (a transaction, a staged directory), and
+// Close it.
+func (b *Bundle) OpenLayer(ctx context.Context, kind LayerKind) (io.ReadCloser, error) {
+	l, ok := b.Layer(kind)
+	if !ok {
+		return nil, fmt.Errorf("the bundle has no %s layer", kind)
+	}
+	if !l.Known {
+		return nil, fmt.Errorf("the %s layer is of a newer format minor version and cannot be decoded", kind)
+	}
+	return b.openLayer(ctx, l)
+}
+
+func (b *Bundle) openLayer(ctx context.Context, l Layer) (io.ReadCloser, error) {
+	if l.Encrypted && len(b.identities) == 0 {
+		return nil, &DecryptError{Layer: l.Kind, Err: ErrNoIdentity}
+	}
+	rc, err := b.fetch(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	v, err := newVerifier(rc, l.Descriptor, string(l.Kind))
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	lr := &layerReader{kind: l.Kind, raw: rc, v: v}
+	var plain io.Reader = v
+	if l.Encrypted {
+		ar, err := age.Decrypt(v, b.identities...)
+		if err != nil {
+			ie := v.drainErr()
+			rc.Close()
+			if ie != nil {
+				return nil, ie
+			}
+			return nil, &DecryptError{Layer: l.Kind, Err: explainAge(err)}
+		}
+		plain = &decryptErrReader{r: ar, kind: l.Kind}
+	}
+	zr, err := zstd.NewReader(plain, zstd.WithDecoderMaxWindow(maxDecoderWindow), zstd.WithDecoderConcurrency(2))
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	lr.plain, lr.zr = plain, zr
+	return lr, nil
+}
+
+// fetch opens the stored blob, with pull progress.
+func (b *Bundle) fetch(ctx context.Context, l Layer) (io.ReadCloser, error) {
+	rc, err := b.src.Fetch(ctx, l.Descriptor)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s layer %s: %w", l.Kind, l.Descriptor.Digest, err)
+	}
+	id := "pull " + string(l.Kind)
+	b.progress.Start(id, id, l.Descriptor.Size)
+	return &progressReadCloser{countingReader: countingReader{r: rc, p: b.progress, id: id}, c: rc}, nil
+}
+
+func explainAge(err error) error {
+	var nim *age.NoIdentityMatchError
+	if errors.As(err, &nim) {
+		return ErrWrongIdentity
+	}
+	return err
+}
+
+type progressReadCloser struct {
+	countingReader
+	c    io.Closer
+	done bool
+}
+
+func (p *progressReadCloser) Close() error {
+	if !p.done {
+		p.done = true
+		p.p.Done(p.id, nil)
+	}
+	return p.c.Close()
+}
+
+// decryptErrReader marks errors from age as decryption failures.
+type decryptErrReader struct {
+	r    io.Reader
+	kind LayerKind
+}
+
+func (d *decryptErrReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		var ie *IntegrityError
+		var se *SourceError
+		if !errors.As(err, &ie) && !errors.As(err, &se) {
+			err = &DecryptError{Layer: d.kind, Err: fmt.Errorf("the ciphertext does not authenticate: %w", err)}
+		}
+	}
+	return n, err
+}
+
+type layerReader struct {
+	kind  LayerKind
+	raw   io.ReadCloser
+	v     *verifier
+	plain io.Reader
+	zr    *zstd.Decoder
+	err   error
+}
+
+func (l *layerReader) Read(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	n, err := l.zr.Read(p)
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.Is(err, io.EOF):
+		l.err = l.finish()
+	default:
+		l.err = l.classify(err)
+	}
+	return n, l.err
+}
+
+// finish runs at the end of the zstd stream: nothing may follow it, and the
+// blob must verify.
+func (l *layerReader) finish() error {
+	var one [1]byte
+	n, err := io.ReadFull(l.plain, one[:])
+	if n > 0 {
+		return &FormatError{What: string(l.kind) + " layer", Err: errors.New("data after the end of the zstd stream")}
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return l.classify(err)
+	}
+	if ie := l.v.drainErr(); ie != nil {
+		return ie
+	}
+	return io.EOF
+}
+
+// classify turns a decode error into the root cause: altered storage first,
+// then decryption, then the stream format.
+func (l *layerReader) classify(err error) error {
+	if ie := l.v.drainErr(); ie != nil {
+		return ie
+	}
+	var ie *IntegrityError
+	var de *DecryptError
+	var fe *FormatError
+	var se *SourceError
+	if errors.As(err, &ie) || errors.As(err, &se) || errors.As(err, &de) || errors.As(err, &fe) {
+		return err
+	}
+	return &FormatError{What: string(l.kind) + " layer", Err: fmt.Errorf("zstd: %w", err)}
+}
+
+func (l *layerReader) Close() error {
+	l.zr.Close()
+	return l.raw.Close()
+}

@@ -1,0 +1,155 @@
+package bundle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"filippo.io/age"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/resources"
+)
+
+// VerifyOptions configure Verify.
+type VerifyOptions struct {
+	// Database decodes the database layer strictly; nil checks only its
+	// digest, decryption and compression.
+	Database DatabaseChecker
+}
+
+// VerifyReport is what Verify checked; its json form is part of `bundle verify -o json`.
+type VerifyReport struct {
+	Reference     string        `json:"reference"`
+	Digest        string        `json:"digest"`
+	FormatVersion string        `json:"formatVersion"`
+	Layers        []LayerReport `json:"layers"`
+}
+
+// LayerReport is one verified layer.
+type LayerReport struct {
+	Kind      LayerKind `json:"kind"`
+	Digest    string    `json:"digest"`
+	Size      int64     `json:"size"`
+	Encrypted bool      `json:"encrypted"`
+	// Decoded is true when the plaintext was decrypted and decoded strictly;
+	// false means only the stored bytes were checked (no identity, or a kind
+	// of a newer minor version).
+	Decoded    bool  `json:"decoded"`
+	PlainBytes int64 `json:"plainBytes,omitempty"`
+	// Entries counts tar entries (files) or objects (resources).
+	Entries int64 `json:"entries,omitempty"`
+}
+
+// Verify reads every layer to its end: each blob's size and digest (the
+// manifest and config were checked by Open), and, with identities, decryption
+// and strict decoding of the content (tar entries checked by the same rules as
+// extraction, resources parsed as objects). It stops at the first failure and
+// returns its typed error. When identities are given and none matches a
+// recipient fingerprint in the metadata, it fails before downloading a layer.
+func (b *Bundle) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
+	rep := &VerifyReport{Reference: b.Reference, Digest: b.Descriptor.Digest.String(), FormatVersion: b.Metadata.FormatVersion}
+	if err := b.checkIdentities(); err != nil {
+		return rep, err
+	}
+	for _, l := range b.Layers {
+		lr := LayerReport{Kind: l.Kind, Digest: l.Descriptor.Digest.String(), Size: l.Descriptor.Size, Encrypted: l.Encrypted}
+		var err error
+		if !l.Known || (l.Encrypted && len(b.identities) == 0) {
+			err = b.verifyStored(ctx, l)
+		} else {
+			err = b.verifyDecoded(ctx, l, &lr, opts)
+		}
+		if err != nil {
+			return rep, err
+		}
+		rep.Layers = append(rep.Layers, lr)
+	}
+	return rep, nil
+}
+
+func (b *Bundle) verifyStored(ctx context.Context, l Layer) error {
+	rc, err := b.fetch(ctx, l)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	v, err := newVerifier(rc, l.Descriptor, string(l.Kind))
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(io.Discard, v); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (b *Bundle) verifyDecoded(ctx context.Context, l Layer, lr *LayerReport, opts VerifyOptions) error {
+	rc, err := b.openLayer(ctx, l)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	cr := &countingReader{r: rc, p: nopProgress{}}
+	switch l.Kind {
+	case LayerFiles:
+		sum, err := files.Check(ctx, cr)
+		if err != nil {
+			return unwrapLayerErr(err)
+		}
+		lr.Entries = sum.Files + sum.Dirs + sum.Symlinks + sum.HardLinks
+		if m := b.Metadata.Files; m != nil && (m.Files != sum.Files || m.Bytes != sum.Bytes) {
+			return &FormatError{What: "files layer", Err: fmt.Errorf("holds %d files of %d bytes, the metadata says %d files of %d bytes", sum.Files, sum.Bytes, m.Files, m.Bytes)}
+		}
+	case LayerResources:
+		objs, err := resources.Decode(cr)
+		if err != nil {
+			return unwrapLayerErr(err)
+		}
+		lr.Entries = int64(len(objs))
+		if m := b.Metadata.Resources; m != nil && m.Objects != len(objs) {
+			return &FormatError{What: "resources layer", Err: fmt.Errorf("holds %d objects, the metadata says %d", len(objs), m.Objects)}
+		}
+	case LayerDatabase:
+		if opts.Database != nil {
+			if err := opts.Database(ctx, cr); err != nil {
+				return unwrapLayerErr(err)
+			}
+		}
+		if _, err := io.Copy(io.Discard, cr); err != nil {
+			return err
+		}
+	}
+	lr.Decoded, lr.PlainBytes = true, cr.n
+	return nil
+}
+
+// ErrWrongIdentity is a DecryptError cause: the identities are not recipients.
+var ErrWrongIdentity = errors.New("none of the given identities is a recipient of this bundle (wrong --identity)")
+
+// checkIdentities compares the X25519 identities' fingerprints with the
+// recipients recorded in the metadata (other identity types are left to age).
+func (b *Bundle) checkIdentities() error {
+	if len(b.identities) == 0 || len(b.Metadata.Encryption.Recipients) == 0 {
+		return nil
+	}
+	want := map[string]bool{}
+	for _, fp := range b.Metadata.Encryption.Recipients {
+		want[fp] = true
+	}
+	for _, id := range b.identities {
+		x, ok := id.(*age.X25519Identity)
+		if !ok {
+			return nil
+		}
+		if fp, err := RecipientFingerprint(x.Recipient()); err == nil && want[fp] {
+			return nil
+		}
+	}
+	var first LayerKind
+	if len(b.Layers) > 0 {
+		first = b.Layers[0].Kind
+	}
+	return &DecryptError{Layer: first, Err: ErrWrongIdentity}
+}

@@ -1,0 +1,263 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/resources"
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/progress"
+)
+
+// Resources modes of --resources.
+const (
+	resourcesNone    = "none"
+	resourcesCluster = "cluster"
+)
+
+// BundleCreateOptions holds the inputs of `bundle create`.
+type BundleCreateOptions struct {
+	To            string
+	DataDir       string
+	Exclude       []string
+	Resources     string
+	ManifestsDir  string
+	Recipients    []string
+	RecipientFile []string
+	NoEncryption  bool
+	Created       string
+	ServiceImage  string
+	Postgres      option.Postgres
+	Registry      option.Registry
+	Output        option.Output
+	Terminal      option.Terminal
+
+	// Resolved by Complete.
+	ref        oci.Reference
+	create     bundle.CreateOptions
+	namespaces []string
+}
+
+// NewCmdBundleCreate builds `bundle create`.
+func NewCmdBundleCreate(env *Env) *cobra.Command {
+	o := &BundleCreateOptions{}
+	cmd := &cobra.Command{
+		Use:   "create --to REF [--db URL | --db-env-file FILE] [--data-dir DIR] [--resources none|cluster] [--recipient KEY]...",
+		Short: "Bundle node 0's database, file storage and resources into one encrypted OCI artifact",
+		Long: `Collect node 0's assisted-service state and write it as one bundle to REF: a registry
+(HOST[:PORT]/REPO[:TAG]), an OCI layout directory (oci:DIR[:TAG]) or an archive
+(oci-archive:FILE[:TAG]). Each layer is zstd-compressed and age-encrypted to the
+recipients, and streamed: nothing is staged on disk for a registry.
+
+The bundle holds secrets (pull secrets, the kubeadmin password, Secret data), so a
+registry target needs --recipient/--recipients-file, or an explicit --no-encryption.
+Local targets may be unencrypted. With --created or SOURCE_DATE_EPOCH, an
+unencrypted bundle of the same input has the same digest; age encryption is
+randomized, so encrypted bundles never do.`,
+		Example: env.Example(`
+  # Bundle /data and the database of node 0 into a registry, encrypted to one key
+  %[1]s assisted bundle create --to registry.example.com/assisted/node0:v1 \
+      --db-env-file /etc/assisted/assisted-service.env --recipient age1...
+
+  # Add the assisted CRs of namespace cluster0 from node 0's API
+  %[1]s assisted bundle create --to oci:/var/tmp/bundle:v1 --resources cluster -n cluster0 \
+      --recipients-file keys.txt
+
+  # Reproducible, unencrypted, local
+  SOURCE_DATE_EPOCH=1700000000 %[1]s assisted bundle create --to oci-archive:b.tar --data-dir ./data`),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(env, cmd); err != nil {
+				return err
+			}
+			return o.Run(cmd, env)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.To, "to", "", "Where to write the bundle: HOST[:PORT]/REPO[:TAG], oci:DIR[:TAG] or oci-archive:FILE[:TAG]")
+	fs.StringVar(&o.DataDir, "data-dir", "/data", "assisted-service's file storage directory; empty leaves the files layer out")
+	fs.StringArrayVar(&o.Exclude, "exclude", nil, "Also leave out paths under --data-dir matching this pattern (path.Match, relative, e.g. '*/logs'); installercache and disconnected-ignition* are always left out")
+	fs.StringVar(&o.Resources, "resources", resourcesNone, "Resources layer: none, or cluster (the assisted CRs of -n, or all namespaces, and the Secrets/ConfigMaps they reference, from --kubeconfig)")
+	fs.StringVar(&o.ManifestsDir, "manifests-dir", "", "Store the agent-based installer's manifest files of this directory as the resources layer")
+	fs.StringArrayVar(&o.Recipients, "recipient", nil, "Encrypt to this age public key (age1...); repeatable")
+	fs.StringArrayVar(&o.RecipientFile, "recipients-file", nil, "Encrypt to the age public keys in this file (one per line); repeatable")
+	fs.BoolVar(&o.NoEncryption, "no-encryption", false, "Write plaintext layers (the bundle holds secrets); required to push unencrypted to a registry")
+	fs.StringVar(&o.Created, "created", "", "Creation time (RFC 3339 or Unix seconds) for reproducible digests; default SOURCE_DATE_EPOCH, else now")
+	fs.StringVar(&o.ServiceImage, "assisted-service-image", "", "Record this assisted-service image in the metadata")
+	o.Postgres.AddFlags(fs, "source")
+	o.Registry.AddFlags(fs)
+	o.Output.AddFlags(fs)
+	o.Terminal.AddFlags(fs)
+	env.Kube.AddFlags(fs)
+	_ = cmd.MarkFlagRequired("to")
+	return cmd
+}
+
+// Complete validates the flags and resolves them into bundle options.
+func (o *BundleCreateOptions) Complete(env *Env, cmd *cobra.Command) error {
+	if err := o.Output.Validate(); err != nil {
+		return usageErr(cmd, err)
+	}
+	ref, err := oci.ParseReference(o.To)
+	if err != nil {
+		return usageErr(cmd, err)
+	}
+	o.ref = ref
+	recipients, err := readRecipients(o.Recipients, o.RecipientFile)
+	if err != nil {
+		return usageErr(cmd, err)
+	}
+	switch {
+	case len(recipients) > 0 && o.NoEncryption:
+		return clierr.Usagef(cmd, "--no-encryption conflicts with --recipient/--recipients-file")
+	case len(recipients) == 0 && !o.NoEncryption && ref.Remote():
+		return clierr.New(errors.New("refusing to push an unencrypted bundle to a registry: it holds pull secrets, the kubeadmin password and Secret data"),
+			"Give --recipient KEY or --recipients-file FILE (age public keys), or --no-encryption if the registry is trusted.", clierr.ExitUsage)
+	}
+	created, err := parseCreated(o.Created)
+	if err != nil {
+		return usageErr(cmd, err)
+	}
+	c := bundle.CreateOptions{
+		Recipients:           recipients,
+		Created:              created,
+		Creator:              "kubectl-assisted " + CurrentVersion().Version,
+		AssistedServiceImage: o.ServiceImage,
+	}
+	if o.DataDir != "" {
+		c.Files = &bundle.FilesOptions{Dir: o.DataDir, Exclude: append(append([]string{}, files.DefaultExcludes...), o.Exclude...)}
+	}
+	if c.Database, err = databaseSource(o.Postgres); err != nil {
+		return clierr.New(err, "", clierr.ExitUsage)
+	}
+	switch o.Resources {
+	case resourcesNone:
+	case resourcesCluster:
+		if o.ManifestsDir != "" {
+			return clierr.Usagef(cmd, "--resources cluster and --manifests-dir both fill the resources layer: give one")
+		}
+		src, err := o.clusterSource(env)
+		if err != nil {
+			return err
+		}
+		c.Resources = src
+	default:
+		return clierr.Usagef(cmd, "--resources %q: want none or cluster", o.Resources)
+	}
+	if o.ManifestsDir != "" {
+		c.Resources = &resources.DirSource{Dir: o.ManifestsDir}
+	}
+	if c.Database == nil && c.Files == nil && c.Resources == nil {
+		return clierr.Usagef(cmd, "nothing to bundle: give --db, --data-dir, --resources cluster or --manifests-dir")
+	}
+	o.create = c
+	return nil
+}
+
+func (o *BundleCreateOptions) clusterSource(env *Env) (*resources.ClusterSource, error) {
+	cfg, err := env.Kube.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var namespaces []string
+	if ns, explicit, err := env.Kube.ToRawKubeConfigLoader().Namespace(); err == nil && explicit {
+		for _, n := range strings.Split(ns, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				namespaces = append(namespaces, n)
+			}
+		}
+	}
+	o.namespaces = namespaces
+	return &resources.ClusterSource{Client: dyn, Namespaces: namespaces}, nil
+}
+
+// Run writes the bundle and prints the result.
+func (o *BundleCreateOptions) Run(cmd *cobra.Command, env *Env) error {
+	if len(o.create.Recipients) == 0 && !o.NoEncryption {
+		fmt.Fprintf(env.Streams.ErrOut, "warning: writing an unencrypted bundle to %s: it holds secrets; keep it private\n", o.ref)
+	}
+	var bars *progress.Bars
+	if o.Terminal.ShowProgress(env.Streams.ErrOut, &o.Output) {
+		bars = progress.New(env.Streams.ErrOut, progress.Options{})
+		o.create.Progress = bars
+	}
+	res, err := bundle.Create(cmd.Context(), o.ref.String(), registryOptions(o.Registry), o.create)
+	if bars != nil {
+		bars.Wait()
+	}
+	if err != nil {
+		return bundleError(fmt.Errorf("create bundle %s: %w", o.ref, err))
+	}
+	out := newCreateResult(res, len(o.create.Recipients) > 0)
+	if o.Output.Machine() {
+		return o.Output.Print(env.Streams.Out, out)
+	}
+	return printCreateResult(env.Streams.Out, out)
+}
+
+// BundleCreateResult is the -o json|yaml result of `bundle create`.
+type BundleCreateResult struct {
+	APIVersion      string              `json:"apiVersion"`
+	Kind            string              `json:"kind"`
+	Reference       string              `json:"reference"`
+	Digest          string              `json:"digest"`
+	MediaType       string              `json:"mediaType"`
+	Size            int64               `json:"size"`
+	Encrypted       bool                `json:"encrypted"`
+	Layers          []BundleLayerResult `json:"layers"`
+	DurationSeconds float64             `json:"durationSeconds"`
+	Metadata        *bundle.Metadata    `json:"metadata"`
+}
+
+// BundleLayerResult is one layer in a result.
+type BundleLayerResult struct {
+	Kind            bundle.LayerKind `json:"kind"`
+	MediaType       string           `json:"mediaType"`
+	Digest          string           `json:"digest"`
+	Size            int64            `json:"size"`
+	PlainBytes      int64            `json:"plainBytes,omitempty"`
+	DurationSeconds float64          `json:"durationSeconds,omitempty"`
+}
+
+func newCreateResult(r *bundle.Result, encrypted bool) *BundleCreateResult {
+	out := &BundleCreateResult{
+		APIVersion: ResultAPIVersion, Kind: "BundleCreateResult",
+		Reference: r.Reference, Digest: r.Digest, MediaType: r.MediaType, Size: r.Size,
+		Encrypted: encrypted, DurationSeconds: seconds(r.Duration), Metadata: r.Metadata,
+		Layers: []BundleLayerResult{},
+	}
+	for _, l := range r.Layers {
+		out.Layers = append(out.Layers, BundleLayerResult{Kind: l.Kind, MediaType: l.MediaType, Digest: l.Digest, Size: l.Size, PlainBytes: l.PlainBytes, DurationSeconds: seconds(l.Duration)})
+	}
+	return out
+}
+
+func printCreateResult(w io.Writer, r *BundleCreateResult) error {
+	enc := "unencrypted"
+	if r.Encrypted {
+		enc = fmt.Sprintf("encrypted to %d recipient(s)", len(r.Metadata.Encryption.Recipients))
+	}
+	fmt.Fprintf(w, "Bundle written to %s (%s) in %.1fs\nDigest: %s\n", r.Reference, enc, r.DurationSeconds, r.Digest)
+	for _, l := range r.Layers {
+		fmt.Fprintf(w, "  %-10s %s  %s (from %s)\n", l.Kind, l.Digest, humanBytes(l.Size), humanBytes(l.PlainBytes))
+	}
+	return nil
+}
+
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}

@@ -1,0 +1,180 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/progress"
+)
+
+// BundleExtractOptions holds the inputs of `bundle extract`.
+type BundleExtractOptions struct {
+	Ref        string
+	Dir        string
+	Identities []string
+	Registry   option.Registry
+	Output     option.Output
+	Terminal   option.Terminal
+}
+
+// NewCmdBundleExtract builds `bundle extract`.
+func NewCmdBundleExtract(env *Env) *cobra.Command {
+	o := &BundleExtractOptions{}
+	cmd := &cobra.Command{
+		Use:   "extract REF --dir DIR [--identity FILE]",
+		Short: "Pull a bundle and unpack it into a new directory (files/, resources.yaml, database.dump)",
+		Long: `Pull, verify, decrypt and unpack every layer into DIR, which must not exist: files/ is the
+file storage with its modes, times and user.* xattrs, resources.yaml the objects of the
+resources layer, database.dump the database engine's stream. Everything is written to a
+staging directory next to DIR and renamed to DIR only when every layer verified; on any
+failure nothing is left behind. DIR holds secrets: keep it private.`,
+		Example: env.Example(`
+  %[1]s assisted bundle extract registry.example.com/assisted/node0:v1 --identity key.txt --dir ./node0`),
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Output.Validate(); err != nil {
+				return usageErr(cmd, err)
+			}
+			if _, err := oci.ParseReference(args[0]); err != nil {
+				return usageErr(cmd, err)
+			}
+			if o.Dir == "" {
+				return clierr.Usagef(cmd, "--dir is required")
+			}
+			if _, err := os.Lstat(o.Dir); !errors.Is(err, fs.ErrNotExist) {
+				return clierr.Usagef(cmd, "--dir %s already exists: give a new directory", o.Dir)
+			}
+			o.Ref = args[0]
+			return o.Run(cmd, env)
+		},
+	}
+	cmd.Flags().StringVar(&o.Dir, "dir", "", "New directory to unpack into")
+	cmd.Flags().StringArrayVar(&o.Identities, "identity", nil, "age identity file that decrypts the bundle; repeatable")
+	o.Registry.AddFlags(cmd.Flags())
+	o.Output.AddFlags(cmd.Flags())
+	o.Terminal.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// BundleExtraction is the -o json|yaml result of `bundle extract`.
+type BundleExtraction struct {
+	APIVersion      string         `json:"apiVersion"`
+	Kind            string         `json:"kind"`
+	Reference       string         `json:"reference"`
+	Digest          string         `json:"digest"`
+	Dir             string         `json:"dir"`
+	Files           *files.Summary `json:"files,omitempty"`
+	Objects         int            `json:"objects,omitempty"`
+	DatabaseBytes   int64          `json:"databaseBytes,omitempty"`
+	DurationSeconds float64        `json:"durationSeconds"`
+}
+
+// Run extracts into a staging directory and renames it into place.
+func (o *BundleExtractOptions) Run(cmd *cobra.Command, env *Env) (err error) {
+	ids, err := readIdentities(o.Identities)
+	if err != nil {
+		return usageErr(cmd, err)
+	}
+	opts := bundle.OpenOptions{Registry: registryOptions(o.Registry), Identities: ids}
+	var bars *progress.Bars
+	if o.Terminal.ShowProgress(env.Streams.ErrOut, &o.Output) {
+		bars = progress.New(env.Streams.ErrOut, progress.Options{})
+		opts.Progress = bars
+	}
+	start := time.Now()
+	stage, err := os.MkdirTemp(filepath.Dir(filepath.Clean(o.Dir)), "."+filepath.Base(o.Dir)+".partial-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(stage)
+		}
+	}()
+	out, err := o.extract(cmd, opts, stage)
+	if bars != nil {
+		bars.Wait()
+	}
+	if err != nil {
+		return bundleError(fmt.Errorf("extract %s: %w", o.Ref, err))
+	}
+	if err := os.Rename(stage, o.Dir); err != nil {
+		return err
+	}
+	out.Dir, out.DurationSeconds = o.Dir, seconds(time.Since(start))
+	if o.Output.Machine() {
+		return o.Output.Print(env.Streams.Out, out)
+	}
+	fmt.Fprintf(env.Streams.Out, "Extracted %s (%s) into %s\n", out.Reference, out.Digest, out.Dir)
+	return nil
+}
+
+func (o *BundleExtractOptions) extract(cmd *cobra.Command, opts bundle.OpenOptions, stage string) (*BundleExtraction, error) {
+	ctx := cmd.Context()
+	b, err := bundle.Open(ctx, o.Ref, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	out := &BundleExtraction{APIVersion: ResultAPIVersion, Kind: "BundleExtraction", Reference: b.Reference, Digest: b.Descriptor.Digest.String()}
+	if _, ok := b.Layer(bundle.LayerDatabase); ok {
+		rc, err := b.Database(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out.DatabaseBytes, err = writeFile(filepath.Join(stage, "database.dump"), rc)
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if _, ok := b.Layer(bundle.LayerFiles); ok {
+		if out.Files, err = b.ExtractFiles(ctx, filepath.Join(stage, "files"), files.ExtractOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	if _, ok := b.Layer(bundle.LayerResources); ok {
+		objs, err := b.Resources(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var doc []byte
+		for _, obj := range objs {
+			y, err := yaml.Marshal(obj.Object)
+			if err != nil {
+				return nil, err
+			}
+			doc = append(append(doc, "---\n"...), y...)
+		}
+		if err := os.WriteFile(filepath.Join(stage, "resources.yaml"), doc, 0o600); err != nil {
+			return nil, err
+		}
+		out.Objects = len(objs)
+	}
+	return out, nil
+}
+
+func writeFile(path string, r io.Reader) (int64, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}

@@ -1,0 +1,130 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/resources"
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
+)
+
+// Exit codes of the bundle commands, one per failure kind, so scripts can
+// tell an altered bundle from a wrong key.
+const (
+	ExitBundleIntegrity   = 3 // a blob's digest or size does not match
+	ExitBundleDecrypt     = 4 // no identity, or the wrong one
+	ExitBundleVersion     = 5 // a format major version this plugin does not read
+	ExitBundleFormat      = 6 // not a bundle, or content that does not decode
+	ExitBundleUnsafeEntry = 7 // a tar entry that would land outside the extraction root
+)
+
+// registryOptions turns the registry flags into the bundle package's options.
+func registryOptions(r option.Registry) oci.RegistryOptions {
+	return oci.RegistryOptions{
+		AuthFile:              r.ConfigFile,
+		CAFile:                r.CAFile,
+		PlainHTTP:             r.PlainHTTP,
+		InsecureSkipTLSVerify: r.InsecureSkipTLSVerify,
+		UserAgent:             "kubectl-assisted/" + CurrentVersion().Version,
+	}
+}
+
+// readRecipients parses --recipient values and --recipients-file files
+// (age's format: one recipient per line, # comments).
+func readRecipients(keys, files []string) ([]age.Recipient, error) {
+	var out []age.Recipient
+	for _, k := range keys {
+		r, err := age.ParseX25519Recipient(strings.TrimSpace(k))
+		if err != nil {
+			return nil, fmt.Errorf("--recipient %q: %w", k, err)
+		}
+		out = append(out, r)
+	}
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, fmt.Errorf("--recipients-file: %w", err)
+		}
+		rs, err := age.ParseRecipients(fh)
+		fh.Close()
+		if err != nil {
+			return nil, fmt.Errorf("--recipients-file %s: %w", f, err)
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+// readIdentities parses --identity files (age identity files). Errors never
+// quote the file's content: it is a private key.
+func readIdentities(paths []string) ([]age.Identity, error) {
+	var out []age.Identity
+	for _, p := range paths {
+		fh, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("--identity: %w", err)
+		}
+		ids, err := age.ParseIdentities(fh)
+		fh.Close()
+		if err != nil {
+			return nil, fmt.Errorf("--identity %s: not an age identity file", p)
+		}
+		out = append(out, ids...)
+	}
+	return out, nil
+}
+
+// parseCreated reads --created (RFC 3339 or Unix seconds), falling back to
+// SOURCE_DATE_EPOCH; zero means "now".
+func parseCreated(flag string) (time.Time, error) {
+	v, what := flag, "--created"
+	if v == "" {
+		v, what = os.Getenv("SOURCE_DATE_EPOCH"), "SOURCE_DATE_EPOCH"
+	}
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Unix(secs, 0).UTC(), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s %q: want RFC 3339 (2006-01-02T15:04:05Z) or Unix seconds", what, v)
+	}
+	return t.UTC(), nil
+}
+
+// bundleError maps a bundle failure to one clear message, an exit code per
+// kind and what to do next.
+func bundleError(err error) error {
+	var ie *bundle.IntegrityError
+	var de *bundle.DecryptError
+	var ve *bundle.UnsupportedVersionError
+	var ue *files.UnsafeEntryError
+	var fe *bundle.FormatError
+	var te *files.TarError
+	var re *resources.FormatError
+	switch {
+	case errors.As(err, &ie):
+		return clierr.New(err, "The stored bundle is damaged: copy or push it again from a good source, then verify.", ExitBundleIntegrity)
+	case errors.As(err, &de):
+		return clierr.New(err, "Pass --identity with the age identity file of a recipient given at creation ('bundle inspect' lists the recipients' fingerprints).", ExitBundleDecrypt)
+	case errors.As(err, &ve):
+		return clierr.New(err, "", ExitBundleVersion)
+	case errors.As(err, &ue):
+		return clierr.New(err, "The bundle was not made by kubectl-assisted or was tampered with; nothing was written.", ExitBundleUnsafeEntry)
+	case errors.As(err, &fe), errors.As(err, &te), errors.As(err, &re):
+		return clierr.New(err, "", ExitBundleFormat)
+	}
+	return err
+}
