@@ -40,6 +40,18 @@ var defaultPlatforms = []platform{
 	{"darwin", "amd64"}, {"darwin", "arm64"}, {"windows", "amd64"},
 }
 
+// krewPlatforms are the OS/ARCH pairs that krew's manifest validator
+// (validate-krew-manifest v0.4.3, which the krew-index CI runs too) knows: a
+// manifest entry for any other pair fails validation. linux/ppc64le and
+// linux/s390x archives are built and checksummed like the others, but left out
+// of the krew manifest; users there install from the archive or with
+// `make install`.
+var krewPlatforms = map[platform]bool{
+	{"linux", "386"}: true, {"linux", "amd64"}: true, {"linux", "arm"}: true, {"linux", "arm64"}: true,
+	{"darwin", "386"}: true, {"darwin", "amd64"}: true, {"darwin", "arm64"}: true,
+	{"windows", "386"}: true, {"windows", "amd64"}: true, {"windows", "arm64"}: true,
+}
+
 func parsePlatforms(s string) ([]platform, error) {
 	if strings.TrimSpace(s) == "" {
 		return defaultPlatforms, nil

@@ -1,6 +1,7 @@
 // Command krew builds the release: reproducible archives of kubectl-assisted for
 // every platform (binary + LICENSE; tar.gz, zip on Windows), a sha256sums.txt,
-// and the krew plugin manifest generated from the archives. `make dist` runs it
+// and the krew plugin manifest generated from the archives of the platforms that
+// krew supports (see krewPlatforms). `make dist` runs it
 // through krew/dist.sh:
 //
 //	go run ./krew -version v1.2.3 -commit SHA -build-date 2024-05-01T10:00:00Z
@@ -13,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -68,6 +68,9 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	if o.MTime, err = archiveTime(*buildDate); err != nil {
 		return err
 	}
+	if !slices.ContainsFunc(o.Platforms, func(p platform) bool { return krewPlatforms[p] }) {
+		return fmt.Errorf("platforms %v: none is one that krew supports, so there would be no krew manifest", o.Platforms)
+	}
 	if filepath.Base(o.Manifest) != "assisted.yaml" {
 		return fmt.Errorf("manifest %s: krew takes the plugin name from the file name, so it must be assisted.yaml", o.Manifest)
 	}
@@ -106,31 +109,34 @@ func dist(ctx context.Context, o options, log io.Writer) error {
 	}
 	defer os.RemoveAll(work)
 
-	m := manifest{Version: o.Stamp.Version, Homepage: homepage}
-	sums := map[string]string{} // archive name -> sha256
+	var archives []archive
 	for _, p := range o.Platforms {
 		start := time.Now()
 		bin := filepath.Join(work, p.OS+"_"+p.Arch, p.binName())
 		if err := buildBinary(ctx, repo, p, o.Stamp, bin); err != nil {
 			return err
 		}
-		name := archiveName(o.Stamp.Version, p)
+		a := archive{Platform: p, Name: archiveName(o.Stamp.Version, p)}
 		// Members in a fixed order; the binary first, as users look for it.
-		sum, err := writeArchive(filepath.Join(out, name), []member{
+		a.SHA256, err = writeArchive(filepath.Join(out, a.Name), []member{
 			{Name: p.binName(), Path: bin, Mode: 0o755},
 			{Name: "LICENSE", Path: license, Mode: 0o644},
 		}, o.MTime)
 		if err != nil {
 			return err
 		}
-		sums[name] = sum
-		m.Platforms = append(m.Platforms, manifestPlatform{
-			OS: p.OS, Arch: p.Arch, SHA256: sum, Bin: p.binName(),
-			URI: strings.NewReplacer("{version}", o.Stamp.Version, "{archive}", name).Replace(o.URLTemplate),
-		})
-		fmt.Fprintf(log, "%-15s %s (%s)\n", p, name, time.Since(start).Round(100*time.Millisecond))
+		archives = append(archives, a)
+		note := ""
+		if !krewPlatforms[p] {
+			note = "; krew does not support " + p.String() + ", so it is not in the krew manifest"
+		}
+		fmt.Fprintf(log, "%-15s %s (%s%s)\n", p, a.Name, time.Since(start).Round(100*time.Millisecond), note)
 	}
-	if err := writeFileAtomic(filepath.Join(out, "sha256sums.txt"), sha256sums(sums)); err != nil {
+	m, err := manifestFor(o.Stamp.Version, o.URLTemplate, archives)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(out, "sha256sums.txt"), sha256sums(archives)); err != nil {
 		return err
 	}
 	y, err := renderManifest(m)
@@ -145,10 +151,11 @@ func dist(ctx context.Context, o options, log io.Writer) error {
 }
 
 // sha256sums is the `sha256sum -c` format, sorted by file name.
-func sha256sums(sums map[string]string) []byte {
+func sha256sums(archives []archive) []byte {
 	var b strings.Builder
-	for _, name := range slices.Sorted(maps.Keys(sums)) {
-		b.WriteString(sums[name] + "  " + name + "\n")
+	byName := func(a, b archive) int { return strings.Compare(a.Name, b.Name) }
+	for _, a := range slices.SortedFunc(slices.Values(archives), byName) {
+		b.WriteString(a.SHA256 + "  " + a.Name + "\n")
 	}
 	return []byte(b.String())
 }

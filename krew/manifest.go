@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/template"
 )
 
@@ -32,6 +33,32 @@ type manifestPlatform struct {
 	URI      string
 	SHA256   string // lowercase hex, as krew requires
 	Bin      string // the executable inside the archive, linked as kubectl-assisted
+}
+
+// archive is one built release archive.
+type archive struct {
+	Platform platform
+	Name     string // file name, also the last part of its download URL
+	SHA256   string // lowercase hex
+}
+
+// manifestFor lists the archives of the platforms krew supports, each with the
+// download URL that urlTemplate gives for it.
+func manifestFor(version, urlTemplate string, archives []archive) (manifest, error) {
+	m := manifest{Version: version, Homepage: homepage}
+	for _, a := range archives {
+		if !krewPlatforms[a.Platform] {
+			continue
+		}
+		m.Platforms = append(m.Platforms, manifestPlatform{
+			OS: a.Platform.OS, Arch: a.Platform.Arch, SHA256: a.SHA256, Bin: a.Platform.binName(),
+			URI: strings.NewReplacer("{version}", version, "{archive}", a.Name).Replace(urlTemplate),
+		})
+	}
+	if len(m.Platforms) == 0 {
+		return m, fmt.Errorf("no platform that krew supports among the archives: the krew manifest would be empty")
+	}
+	return m, nil
 }
 
 func renderManifest(m manifest) ([]byte, error) {

@@ -37,12 +37,13 @@ type krewPlugin struct {
 
 func TestRenderManifest(t *testing.T) {
 	sum := strings.Repeat("0a", 32)
-	uri := func(p platform) string {
-		return strings.NewReplacer("{version}", "v1.2.3", "{archive}", archiveName("v1.2.3", p)).Replace(defaultURLTemplate)
+	var archives []archive
+	for _, p := range defaultPlatforms {
+		archives = append(archives, archive{Platform: p, Name: archiveName("v1.2.3", p), SHA256: sum})
 	}
-	m := manifest{Version: "v1.2.3", Homepage: homepage}
-	for _, p := range []platform{{"linux", "amd64"}, {"windows", "amd64"}} {
-		m.Platforms = append(m.Platforms, manifestPlatform{OS: p.OS, Arch: p.Arch, URI: uri(p), SHA256: sum, Bin: p.binName()})
+	m, err := manifestFor("v1.2.3", defaultURLTemplate, archives)
+	if err != nil {
+		t.Fatal(err)
 	}
 	y, err := renderManifest(m)
 	if err != nil {
@@ -71,10 +72,15 @@ func TestRenderManifest(t *testing.T) {
 	if !strings.Contains(s.Description, "oc assisted") {
 		t.Error("description does not say the plugin runs under oc")
 	}
-	if len(s.Platforms) != 2 {
-		t.Fatalf("%d platforms, want 2", len(s.Platforms))
+	// Every release platform but the two krew's validator does not know.
+	var got5 []string
+	for _, p := range s.Platforms {
+		got5 = append(got5, p.Selector.MatchLabels["os"]+"/"+p.Selector.MatchLabels["arch"])
 	}
-	win := s.Platforms[1]
+	if strings.Join(got5, " ") != "linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64" {
+		t.Fatalf("manifest platforms %v", got5)
+	}
+	win := s.Platforms[4]
 	if win.Selector.MatchLabels["os"] != "windows" || win.Selector.MatchLabels["arch"] != "amd64" ||
 		win.Bin != "kubectl-assisted.exe" || win.Sha256 != sum ||
 		win.URI != "https://github.com/kubectl-assisted/kubectl-assisted/releases/download/v1.2.3/kubectl-assisted_v1.2.3_windows_amd64.zip" {
@@ -82,5 +88,19 @@ func TestRenderManifest(t *testing.T) {
 	}
 	if len(win.Files) != 2 || win.Files[0].From != "kubectl-assisted.exe" || win.Files[1].From != "LICENSE" {
 		t.Fatalf("windows files = %+v", win.Files)
+	}
+}
+
+func TestManifestForRefusesAnEmptyManifest(t *testing.T) {
+	only := []archive{{Platform: platform{"linux", "s390x"}, Name: "x.tar.gz", SHA256: strings.Repeat("0", 64)}}
+	if _, err := manifestFor("v1.0.0", defaultURLTemplate, only); err == nil {
+		t.Fatal("a manifest without platforms was accepted")
+	}
+}
+
+func TestSHA256SumsSortedByName(t *testing.T) {
+	got := string(sha256sums([]archive{{Name: "b.zip", SHA256: "11"}, {Name: "a.tar.gz", SHA256: "22"}}))
+	if got != "22  a.tar.gz\n11  b.zip\n" {
+		t.Fatalf("sha256sums = %q", got)
 	}
 }
