@@ -1,8 +1,7 @@
 // Command krew builds the release: reproducible archives of kubectl-assisted for
 // every platform (binary + LICENSE; tar.gz, zip on Windows), a sha256sums.txt,
 // and the krew plugin manifest generated from the archives of the platforms that
-// krew supports (see krewPlatforms). `make dist` runs it
-// through krew/dist.sh:
+// krew supports (see krewPlatforms). `make dist` runs it through krew/dist.sh:
 //
 //	go run ./krew -version v1.2.3 -commit SHA -build-date 2024-05-01T10:00:00Z
 //
