@@ -9,6 +9,11 @@ BIN      := $(BIN_DIR)/kubectl-assisted
 CACHE    ?= $(or $(KUBECTL_ASSISTED_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-assisted)
 TOOLS    := $(CACHE)/bin
 PREFIX   ?= $(HOME)/.local
+# make dist: where the archives go, the krew manifest, and the platforms
+# (space-separated OS/ARCH; empty = all release platforms).
+DIST_DIR       ?= $(CURDIR)/dist
+DIST_MANIFEST  ?= $(CURDIR)/krew/assisted.yaml
+DIST_PLATFORMS ?=
 
 # Version stamping: a tag when there is one; the build date is the commit date so
 # two builds of one commit are byte-identical.
@@ -86,9 +91,10 @@ demo-clean: ## Stop and remove everything make demo started
 	test/demo/demo.sh clean
 
 .PHONY: dist
-dist: ## Reproducible release archives and the krew manifest (krew/assisted.yaml)
-	VERSION=$(VERSION) COMMIT=$(COMMIT) BUILD_DATE=$(BUILD_DATE) krew/dist.sh
+dist: ## Reproducible release archives, sha256sums.txt and the krew manifest (krew/assisted.yaml)
+	VERSION=$(VERSION) COMMIT=$(COMMIT) BUILD_DATE=$(BUILD_DATE) \
+	DIST_DIR='$(DIST_DIR)' DIST_MANIFEST='$(DIST_MANIFEST)' DIST_PLATFORMS='$(DIST_PLATFORMS)' krew/dist.sh
 
 .PHONY: clean
 clean: ## Remove build outputs (not the tool cache)
-	rm -rf $(BIN_DIR) dist
+	rm -rf $(BIN_DIR) $(DIST_DIR) $(DIST_MANIFEST)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -76,22 +74,6 @@ type Env struct {
 // Example fills %[1]s in an example block with "kubectl" or "oc".
 func (e *Env) Example(s string) string {
 	return strings.TrimSpace(fmt.Sprintf(s, e.Caller))
-}
-
-// CallerName returns "oc" when the plugin runs as an oc plugin and "kubectl"
-// otherwise. kubectl execs plugins without saying who called, so this looks at
-// the old plugin caller variable and at the binary's own name (oc-assisted).
-func CallerName() string {
-	if c := os.Getenv("KUBECTL_PLUGINS_CALLER"); c != "" {
-		if strings.HasPrefix(filepath.Base(c), "oc") {
-			return "oc"
-		}
-		return "kubectl"
-	}
-	if strings.HasPrefix(filepath.Base(os.Args[0]), "oc-") {
-		return "oc"
-	}
-	return "kubectl"
 }
 
 // Execute runs the root command and turns its error into one clear message on
