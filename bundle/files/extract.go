@@ -11,8 +11,6 @@ import (
 	"path"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ExtractOptions tune Extract.
@@ -230,22 +228,6 @@ func hasXattrs(hdr *tar.Header) bool {
 // xattrs: restoring without them would turn every user manifest into a system
 // one in assisted-service.
 var ErrXattrUnsupported = errors.New("the target filesystem does not support user.* extended attributes")
-
-func setXattrs(fd int, hdr *tar.Header) error {
-	for k, v := range hdr.PAXRecords {
-		name, ok := strings.CutPrefix(k, paxXattrPrefix)
-		if !ok {
-			continue
-		}
-		if err := unix.Fsetxattr(fd, name, []byte(v), 0); err != nil {
-			if errors.Is(err, unix.ENOTSUP) {
-				return ErrXattrUnsupported
-			}
-			return fmt.Errorf("set extended attribute %s: %w", name, err)
-		}
-	}
-	return nil
-}
 
 func unixSpecial(mode int64) fs.FileMode {
 	var m fs.FileMode

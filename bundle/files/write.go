@@ -12,9 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // DefaultExcludes are left out of the files layer: assisted-service rebuilds
@@ -110,15 +107,15 @@ func (w *treeWriter) add(p, rel string, d fs.DirEntry) error {
 	if err != nil {
 		return err
 	}
-	st, _ := info.Sys().(*syscall.Stat_t)
+	st, hasStat := statOf(info)
 	hdr := &tar.Header{
 		Name:    rel,
 		Mode:    int64(info.Mode().Perm()) | specialBits(info.Mode()),
 		ModTime: info.ModTime(),
 		Format:  tar.FormatPAX,
 	}
-	if st != nil {
-		hdr.Uid, hdr.Gid = int(st.Uid), int(st.Gid)
+	if hasStat {
+		hdr.Uid, hdr.Gid = st.uid, st.gid
 	}
 	switch {
 	case info.IsDir():
@@ -136,8 +133,8 @@ func (w *treeWriter) add(p, rel string, d fs.DirEntry) error {
 		w.sum.Symlinks++
 		return w.tw.WriteHeader(hdr) // Linux has no user.* xattrs on symlinks
 	case info.Mode().IsRegular():
-		if st != nil && st.Nlink > 1 {
-			key := [2]uint64{uint64(st.Dev), st.Ino}
+		if hasStat && st.nlink > 1 {
+			key := [2]uint64{st.dev, st.ino}
 			if first, ok := w.links[key]; ok {
 				hdr.Typeflag, hdr.Linkname = tar.TypeLink, first
 				w.sum.HardLinks++
@@ -166,7 +163,7 @@ func (w *treeWriter) add(p, rel string, d fs.DirEntry) error {
 // copyFile copies exactly size bytes and fails when the file is shorter or
 // longer than when it was listed.
 func (w *treeWriter) copyFile(p, rel string, size int64) error {
-	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(p, os.O_RDONLY|oNoFollow, 0)
 	if err != nil {
 		return err
 	}
@@ -199,7 +196,7 @@ func (w *treeWriter) xattrs(p string, hdr *tar.Header) error {
 			continue
 		}
 		val, err := getXattr(p, name)
-		if errors.Is(err, unix.ENODATA) {
+		if errors.Is(err, errNoXattr) {
 			continue // removed between list and get
 		}
 		if err != nil {
@@ -226,44 +223,6 @@ func specialBits(m fs.FileMode) int64 {
 		b |= 0o1000
 	}
 	return b
-}
-
-func listXattrs(p string) ([]string, error) {
-	for size := 256; ; size *= 4 {
-		buf := make([]byte, size)
-		n, err := unix.Llistxattr(p, buf)
-		if errors.Is(err, unix.ERANGE) && size < 1<<20 {
-			continue
-		}
-		if errors.Is(err, unix.ENOTSUP) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		var names []string
-		for _, name := range strings.Split(string(buf[:n]), "\x00") {
-			if name != "" {
-				names = append(names, name)
-			}
-		}
-		sort.Strings(names)
-		return names, nil
-	}
-}
-
-func getXattr(p, name string) ([]byte, error) {
-	for size := 256; ; size *= 4 {
-		buf := make([]byte, size)
-		n, err := unix.Lgetxattr(p, name, buf)
-		if errors.Is(err, unix.ERANGE) && size < 1<<20 {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return buf[:n], nil
-	}
 }
 
 type reportingWriter struct {

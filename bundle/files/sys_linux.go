@@ -1,0 +1,87 @@
+package files
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// oNoFollow makes opening a symlink fail instead of following it.
+const oNoFollow = unix.O_NOFOLLOW
+
+// errNoXattr is the error of reading an attribute that is not (or no longer) set.
+var errNoXattr = unix.ENODATA
+
+type statInfo struct {
+	uid, gid int
+	dev, ino uint64
+	nlink    uint64
+}
+
+func statOf(info fs.FileInfo) (statInfo, bool) {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return statInfo{}, false
+	}
+	return statInfo{uid: int(st.Uid), gid: int(st.Gid), dev: uint64(st.Dev), ino: st.Ino, nlink: uint64(st.Nlink)}, true
+}
+
+func listXattrs(p string) ([]string, error) {
+	for size := 256; ; size *= 4 {
+		buf := make([]byte, size)
+		n, err := unix.Llistxattr(p, buf)
+		if errors.Is(err, unix.ERANGE) && size < 1<<20 {
+			continue
+		}
+		if errors.Is(err, unix.ENOTSUP) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, name := range strings.Split(string(buf[:n]), "\x00") {
+			if name != "" {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+		return names, nil
+	}
+}
+
+func getXattr(p, name string) ([]byte, error) {
+	for size := 256; ; size *= 4 {
+		buf := make([]byte, size)
+		n, err := unix.Lgetxattr(p, name, buf)
+		if errors.Is(err, unix.ERANGE) && size < 1<<20 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return buf[:n], nil
+	}
+}
+
+func setXattrs(fd int, hdr *tar.Header) error {
+	for k, v := range hdr.PAXRecords {
+		name, ok := strings.CutPrefix(k, paxXattrPrefix)
+		if !ok {
+			continue
+		}
+		if err := unix.Fsetxattr(fd, name, []byte(v), 0); err != nil {
+			if errors.Is(err, unix.ENOTSUP) {
+				return ErrXattrUnsupported
+			}
+			return fmt.Errorf("set extended attribute %s: %w", name, err)
+		}
+	}
+	return nil
+}
