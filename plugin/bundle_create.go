@@ -38,6 +38,7 @@ type BundleCreateOptions struct {
 	Created       string
 	ServiceImage  string
 	Postgres      option.Postgres
+	DBTables      dbTables
 	Registry      option.Registry
 	Output        option.Output
 	Terminal      option.Terminal
@@ -95,6 +96,7 @@ randomized, so encrypted bundles never do.`,
 	fs.StringVar(&o.Created, "created", "", "Creation time (RFC 3339 or Unix seconds) for reproducible digests; default SOURCE_DATE_EPOCH, else now")
 	fs.StringVar(&o.ServiceImage, "assisted-service-image", "", "Record this assisted-service image in the metadata")
 	o.Postgres.AddFlags(fs, "source")
+	o.DBTables.AddFlags(fs)
 	o.Registry.AddFlags(fs)
 	o.Output.AddFlags(fs)
 	o.Terminal.AddFlags(fs)
@@ -137,7 +139,7 @@ func (o *BundleCreateOptions) Complete(env *Env, cmd *cobra.Command) error {
 	if o.DataDir != "" {
 		c.Files = &bundle.FilesOptions{Dir: o.DataDir, Exclude: append(append([]string{}, files.DefaultExcludes...), o.Exclude...)}
 	}
-	if c.Database, err = databaseSource(o.Postgres); err != nil {
+	if c.Database, err = databaseSource(o.Postgres, o.DBTables, nil); err != nil {
 		return clierr.New(err, "", clierr.ExitUsage)
 	}
 	switch o.Resources {

@@ -103,7 +103,7 @@ func (o *BundleVerifyOptions) verify(cmd *cobra.Command, opts bundle.OpenOptions
 		return nil, err
 	}
 	defer b.Close()
-	return b.Verify(cmd.Context(), bundle.VerifyOptions{})
+	return b.Verify(cmd.Context(), bundle.VerifyOptions{Database: checkDatabaseLayer})
 }
 
 func printVerification(w io.Writer, r *BundleVerification) error {
