@@ -1,0 +1,154 @@
+package plugin
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
+)
+
+func TestSplitPassword(t *testing.T) {
+	for _, c := range []struct{ in, dsn, pw string }{
+		{"postgres://admin:s3cr%40t@db:5432/installer?sslmode=disable", "postgres://admin@db:5432/installer?sslmode=disable", "s3cr@t"},
+		{"postgresql://admin@db/installer", "postgresql://admin@db/installer", ""},
+		{"host=db user=admin password=hunter2 dbname=installer", "host=db user=admin dbname=installer", "hunter2"},
+		{"host=db password='a b\\'c' dbname=x", "host=db dbname=x", "a b'c"},
+		{"host=db dbname=x", "host=db dbname=x", ""},
+	} {
+		dsn, pw := splitPassword(c.in)
+		if dsn != c.dsn || pw != c.pw {
+			t.Errorf("splitPassword(%q) = %q, %q; want %q, %q", c.in, dsn, pw, c.dsn, c.pw)
+		}
+	}
+}
+
+func TestRegistryAuthForKeepsOnlyTheBundleRegistry(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "auth.json")
+	cfg := `{"auths":{"quay.io":{"auth":"b3RoZXI6c2VjcmV0"},"https://reg.example.com:5000":{"auth":"dXNlcjpwYXNz"}}}`
+	if err := os.WriteFile(f, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := registryAuthFor(f, "reg.example.com:5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Auths map[string]struct{ Auth string } `json:"auths"`
+	}
+	if err := json.Unmarshal(got, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Auths) != 1 || out.Auths["reg.example.com:5000"].Auth != "dXNlcjpwYXNz" {
+		t.Fatalf("want only reg.example.com:5000, got %s", got)
+	}
+	if none, _ := registryAuthFor(f, "other:1"); none != nil {
+		t.Fatalf("no entry should give no Secret, got %s", none)
+	}
+}
+
+func TestReadAgentServiceConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("asc.yaml", `apiVersion: agent-install.openshift.io/v1beta1
+kind: AgentServiceConfig
+metadata: {name: agent}
+spec:
+  databaseStorage: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
+  filesystemStorage: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 100Gi}}}
+`)
+	a, err := readAgentServiceConfig(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.DatabaseSize.String() != "10Gi" || a.FilesystemSize.String() != "100Gi" {
+		t.Fatalf("sizes %s %s", a.DatabaseSize.String(), a.FilesystemSize.String())
+	}
+	for name, body := range map[string]string{
+		"wrongname.yaml": strings.Replace(mustRead(t, good), "name: agent", "name: other", 1),
+		"nosize.yaml":    strings.Replace(mustRead(t, good), "storage: 10Gi", "storage: ''", 1),
+		"kind.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: agent}\n",
+	} {
+		if _, err := readAgentServiceConfig(write(name, body)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestMigrateStateRoundTripAndReset(t *testing.T) {
+	root := t.TempDir()
+	s, err := loadState(root, "reg:5000/a:v1", "https://c0:6443", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.ensureIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(s.identityPath()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("identity file mode: %v %v", fi, err)
+	}
+	for _, step := range migrateSteps {
+		s.Steps[step] = &stepState{State: "done"}
+	}
+	s.Digest = "sha256:abc"
+	if err := s.save(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := loadState(root, "reg:5000/a:v1", "https://c0:6443", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Digest != "sha256:abc" || !again.done(stepSwitchover) {
+		t.Fatalf("state not kept: %+v", again)
+	}
+	id2, err := again.ensureIdentity()
+	if err != nil || id2.String() != id.String() {
+		t.Fatalf("identity not reused: %v", err)
+	}
+	again.resetFrom(stepRestore)
+	if !again.done(stepBundle) || again.done(stepRestore) || again.done(stepSwitchover) {
+		t.Fatalf("resetFrom(restore) kept the wrong steps: %+v", again.Steps)
+	}
+	other, _ := loadState(root, "reg:5000/a:v2", "https://c0:6443", "ns")
+	if other.Digest != "" || other.dir == again.dir {
+		t.Fatal("another --to must start another run")
+	}
+	data, _ := os.ReadFile(filepath.Join(again.dir, "state.json"))
+	if strings.Contains(string(data), "AGE-SECRET-KEY") {
+		t.Fatal("the state file holds the private key")
+	}
+}
+
+func TestStepErrorExitCodes(t *testing.T) {
+	for i, step := range migrateSteps {
+		err := stepError(step, errors.New("boom"))
+		if got := clierr.ExitCode(err); got != clierr.ExitStepBase+i+1 {
+			t.Errorf("%s: exit %d, want %d", step, got, clierr.ExitStepBase+i+1)
+		}
+		if !strings.Contains(err.Error(), step) {
+			t.Errorf("%s: message %q does not name the step", step, err)
+		}
+	}
+	if got := clierr.ExitCode(stepError(stepBundle, clierr.New(errors.New("x"), "", clierr.ExitUsage))); got != clierr.ExitUsage {
+		t.Errorf("usage errors keep exit 2, got %d", got)
+	}
+}
