@@ -53,7 +53,7 @@ func TestBundleCreateDatabase(t *testing.T) {
 				ClusterIDs      []string `json:"clusterIDs"`
 			} `json:"source"`
 			Database struct {
-				Tables        []struct {
+				Tables []struct {
 					Schema, Name string
 					Rows         int64
 					Checksum     string
