@@ -21,6 +21,9 @@ type Summary struct {
 	Bytes int64 `json:"bytes"`
 	// Xattrs counts the extended attributes stored or restored.
 	Xattrs int64 `json:"xattrs"`
+	// XattrsLost are the entries whose user.* attributes the target
+	// filesystem refused (Extract with SkipUnsupportedXattrs only).
+	XattrsLost []string `json:"xattrsLost,omitempty"`
 	// ClusterIDs are the top-level directories named like a UUID: the
 	// clusters assisted-service keeps files for.
 	ClusterIDs []string `json:"clusterIDs,omitempty"`

@@ -20,6 +20,11 @@ type ExtractOptions struct {
 	PreserveOwner bool
 	// OnBytes is called with the number of file bytes just written.
 	OnBytes func(n int64)
+	// SkipUnsupportedXattrs goes on when the target filesystem refuses user.*
+	// attributes (ErrXattrUnsupported) and lists the entries that lost them in
+	// Summary.XattrsLost, instead of failing: the caller warns that those
+	// manifests lost their origin mark.
+	SkipUnsupportedXattrs bool
 }
 
 // ErrDirNotEmpty is returned when the extraction directory already holds files.
@@ -78,6 +83,7 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 		return nil, err
 	}
 	s := x.v.sum
+	s.XattrsLost = x.lost
 	return &s, nil
 }
 
@@ -121,6 +127,16 @@ type extractor struct {
 	opts ExtractOptions
 	v    *validator
 	dirs []dirAttrs
+	lost []string // entries whose user.* xattrs the filesystem refused
+}
+
+// xattrErr lets an unsupported filesystem through when asked to, noting the entry.
+func (x *extractor) xattrErr(name string, err error) error {
+	if err != nil && x.opts.SkipUnsupportedXattrs && errors.Is(err, ErrXattrUnsupported) {
+		x.lost = append(x.lost, name)
+		return nil
+	}
+	return err
 }
 
 func (x *extractor) write(name string, hdr *tar.Header, body io.Reader) error {
@@ -135,7 +151,7 @@ func (x *extractor) write(name string, hdr *tar.Header, body io.Reader) error {
 		if err := x.root.Mkdir(name, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
-		if err := x.setXattrsPath(name, hdr); err != nil {
+		if err := x.xattrErr(name, x.setXattrsPath(name, hdr)); err != nil {
 			return err
 		}
 		x.dirs = append(x.dirs, dirAttrs{name: name, mode: mode, mtime: hdr.ModTime, uid: hdr.Uid, gid: hdr.Gid})
@@ -163,7 +179,7 @@ func (x *extractor) write(name string, hdr *tar.Header, body io.Reader) error {
 		f.Close()
 		return tarError(err)
 	}
-	if err := setXattrs(int(f.Fd()), hdr); err != nil {
+	if err := x.xattrErr(name, setXattrs(int(f.Fd()), hdr)); err != nil {
 		f.Close()
 		return err
 	}

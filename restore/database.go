@@ -1,0 +1,227 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/kubekeys"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/recreate"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/resources"
+)
+
+// loadDatabase loads the database layer into the target in one transaction.
+// Before it commits, inside the transaction: the kube keys are matched and
+// written (or the resources re-created from the rows, their drift checked and
+// their conflicts on cluster 0 checked), then the journal is created and the
+// phase recorded as running. A dry run stops there and rolls back.
+func (r *runner) loadDatabase(ctx context.Context, dry bool, started time.Time) (journal.Counts, error) {
+	rc, err := r.b.Database(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	replace := r.o.Replace || r.dbResume || r.o.Diff
+	sum, err := pg.Restore(ctx, r.o.TargetDB, rc, pg.RestoreOptions{
+		Replace: replace,
+		Logger:  r.log,
+		BeforeCommit: func(ctx context.Context, tx pgx.Tx) error {
+			return r.beforeCommit(ctx, tx, dry, started)
+		},
+	})
+	res := &DatabaseResult{}
+	switch {
+	case dry && errors.Is(err, errRollback):
+		res.RolledBack = true
+		if m := r.b.Metadata.Database; m != nil {
+			res.Tables, res.Bytes = len(m.Tables), m.Bytes
+			for _, t := range m.Tables {
+				res.Rows += t.Rows
+			}
+		}
+		r.res.Database = res
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("restore the database: %w", err)
+	}
+	res.Tables, res.Bytes = len(sum.Tables), sum.Bytes
+	for _, t := range sum.Tables {
+		res.Rows += t.Rows
+	}
+	r.res.Database = res
+	counts := journal.Counts{"tables": int64(res.Tables), "rows": res.Rows, "bytes": res.Bytes}
+	if r.res.KubeKeys != nil {
+		counts["kubeKeys"] = int64(len(r.res.KubeKeys.Matches))
+	}
+	if k := r.res.Recreated; k != nil {
+		counts["kubeKeys"] = int64(len(k.Clusters) + len(k.InfraEnvs) + len(k.Hosts))
+	}
+	return counts, nil
+}
+
+func (r *runner) beforeCommit(ctx context.Context, tx pgx.Tx, dry bool, started time.Time) error {
+	switch {
+	case r.recreate:
+		if err := r.recreateResources(ctx, tx, tx); err != nil {
+			return err
+		}
+	case !r.o.SkipResources:
+		kk, err := kubekeys.Write(ctx, tx, r.targets)
+		if err != nil {
+			var me *kubekeys.MismatchError
+			if errors.As(err, &me) {
+				return fmt.Errorf("%w; nothing was changed", err)
+			}
+			return err
+		}
+		r.res.KubeKeys = kk
+		if len(kk.UnkeyedClusters) > 0 {
+			r.warn("%d live cluster row(s) match no ClusterDeployment of the bundle and stay invisible to the controllers: %v", len(kk.UnkeyedClusters), kk.UnkeyedClusters)
+		}
+	}
+	if dry {
+		return errRollback
+	}
+	if r.j == nil {
+		if err := r.ensureJournal(ctx); err != nil {
+			return err
+		}
+		return r.j.Put(ctx, PhaseDatabase, journal.Record{State: journal.StateRunning, StartedAt: started})
+	}
+	return nil
+}
+
+// recreateResources builds the objects from the rows q reads, writes their
+// kube keys through tx (nil: they are already there), checks the drift and,
+// with a cluster, the objects against it; the plan is kept for the
+// resources phase.
+func (r *runner) recreateResources(ctx context.Context, q recreate.Querier, tx pgx.Tx) error {
+	built, err := recreate.Build(ctx, q, recreate.Options{Namespace: r.recreateNS, Manifests: r.manifests})
+	if err != nil {
+		return fmt.Errorf("re-create the resources from the database: %w", err)
+	}
+	if tx != nil {
+		if err := writeRecreatedKeys(ctx, tx, built.Keys); err != nil {
+			return err
+		}
+	}
+	r.res.Recreated = &built.Keys
+	diffs, err := recreate.Diff(built.Objects, built.Rows)
+	if err != nil {
+		return fmt.Errorf("compare the re-created resources with the database: %w", err)
+	}
+	r.res.Drift = diffs
+	if r.o.Diff {
+		return nil
+	}
+	if len(diffs) > 0 {
+		if !r.o.AcceptDrift {
+			return &DriftError{Differences: diffs}
+		}
+		r.warn("%d field(s) of the re-created resources disagree with the database (--accept-drift): the controllers will update the database from them", len(diffs))
+	}
+	objs := append([]*unstructured.Unstructured{namespaceObject(r.recreateNS)}, built.Objects...)
+	cz := r.o.ClusterZero
+	if cz != nil {
+		mapped := *cz
+		if to, ok := r.o.NamespaceMapping[mapped.Namespace]; ok {
+			mapped.Namespace = to
+		}
+		cz = &mapped
+	} else if m := r.manifests; m != nil && m.ClusterDeployment != nil {
+		cz = &resources.ObjectKey{Group: "hive.openshift.io", Kind: "ClusterDeployment", Namespace: r.recreateNS, Name: m.ClusterDeployment.GetName()}
+	}
+	plan, err := resources.NewPlan(objs, r.planOptions(nil, cz))
+	if err != nil {
+		return fmt.Errorf("plan the re-created resources: %w", err)
+	}
+	if r.cs != nil {
+		if err := r.checkResources(ctx, plan); err != nil {
+			return err
+		}
+	}
+	r.plan = plan
+	return nil
+}
+
+// recreateFromTarget rebuilds the objects from the database an earlier run
+// restored (its rows carry their kube keys already).
+func (r *runner) recreateFromTarget(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, r.o.TargetDB)
+	if err != nil {
+		return fmt.Errorf("connect to the target database: %w", err)
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	return r.recreateResources(ctx, conn, nil)
+}
+
+// writeRecreatedKeys sets the kube keys of the rows the objects were built from.
+func writeRecreatedKeys(ctx context.Context, tx pgx.Tx, k recreate.KubeKeys) error {
+	exec := func(what, sql string, args ...any) error {
+		tag, err := tx.Exec(ctx, sql, args...)
+		if err != nil {
+			return fmt.Errorf("write kube key of %s: %w", what, err)
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("write kube key of %s: %d rows changed, want 1", what, tag.RowsAffected())
+		}
+		return nil
+	}
+	for _, c := range k.Clusters {
+		if err := exec("cluster "+c.ID, `UPDATE clusters SET kube_key_name = $1, kube_key_namespace = $2 WHERE id = $3`, c.Name, c.Namespace, c.ID); err != nil {
+			return err
+		}
+	}
+	for _, ie := range k.InfraEnvs {
+		if err := exec("infra-env "+ie.ID, `UPDATE infra_envs SET name = $1, kube_key_namespace = $2 WHERE id = $3`, ie.Name, ie.Namespace, ie.ID); err != nil {
+			return err
+		}
+	}
+	for _, h := range k.Hosts {
+		if err := exec("host "+h.ID, `UPDATE hosts SET kube_key_namespace = $1 WHERE id = $2 AND infra_env_id = $3`, h.Namespace, h.ID, h.InfraEnvID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verifyDatabase re-checks a database phase recorded as done: every table of
+// the bundle exists and those that had rows still have some. It does not
+// compare counts: assisted-service may have started and added rows.
+func (r *runner) verifyDatabase(ctx context.Context) error {
+	m := r.b.Metadata.Database
+	if m == nil {
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, r.o.TargetDB)
+	if err != nil {
+		return fmt.Errorf("connect to the target database: %w", err)
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	for _, t := range m.Tables {
+		var exists, hasRows bool
+		err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{t.Schema, t.Name}.Sanitize()).Scan(&exists)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("table %s.%s is missing", t.Schema, t.Name)
+		}
+		if t.Rows == 0 {
+			continue
+		}
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+pgx.Identifier{t.Schema, t.Name}.Sanitize()+`)`).Scan(&hasRows); err != nil {
+			return err
+		}
+		if !hasRows {
+			return fmt.Errorf("table %s.%s is empty", t.Schema, t.Name)
+		}
+	}
+	return nil
+}

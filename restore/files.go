@@ -1,0 +1,155 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
+)
+
+// StagingDirName is the directory inside the data directory where the files
+// layer is extracted before its entries are renamed into place. It lives
+// inside, not beside, the data directory because that is usually the mount
+// point of the assisted-service PVC: a sibling would be on another
+// filesystem, where a rename cannot reach.
+const StagingDirName = ".kubectl-assisted-staging"
+
+// ignoredEntries are never restored content: the staging directory and the
+// lost+found of a freshly formatted volume.
+func ignoredEntry(name string) bool { return name == StagingDirName || name == "lost+found" }
+
+// contentOf lists the data directory's entries that count as content.
+func contentOf(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if !ignoredEntry(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// checkDataDir refuses a data directory with content, unless replacing it or
+// resuming a run that wrote it.
+func (r *runner) checkDataDir() error {
+	names, err := contentOf(r.o.DataDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		r.check("data directory " + r.o.DataDir + " does not exist yet; it will be created")
+		return nil
+	case err != nil:
+		return fmt.Errorf("data directory: %w", err)
+	case len(names) == 0:
+		r.check("data directory " + r.o.DataDir + " is empty")
+	case r.o.Replace:
+		r.check("data directory " + r.o.DataDir + " is not empty; its content will be replaced")
+	case r.filesResume:
+		r.check("data directory " + r.o.DataDir + " holds what an earlier run of this bundle wrote; it is written again")
+	default:
+		e := &DataDirNotEmptyError{Dir: r.o.DataDir, Entries: names}
+		if len(names) > 5 {
+			e.Entries, e.More = names[:5], len(names)-5
+		}
+		return e
+	}
+	return nil
+}
+
+// restoreFiles extracts the files layer into the staging directory (verified
+// to its last byte, or nothing is kept), then replaces the data directory's
+// content with the staged entries, one rename each. A run killed at any point
+// is redone from the start: the staging directory is emptied first, and the
+// content is replaced again.
+func (r *runner) restoreFiles(ctx context.Context) (journal.Counts, error) {
+	dir := r.o.DataDir
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create the data directory: %w", err)
+	}
+	staging := filepath.Join(dir, StagingDirName)
+	if err := os.RemoveAll(staging); err != nil {
+		return nil, fmt.Errorf("remove an earlier staging directory: %w", err)
+	}
+	sum, err := r.b.ExtractFiles(ctx, staging, files.ExtractOptions{SkipUnsupportedXattrs: true})
+	if err != nil {
+		return nil, fmt.Errorf("extract the files layer: %w", err)
+	}
+	old, err := contentOf(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range old {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return nil, fmt.Errorf("clear the data directory: %w", err)
+		}
+	}
+	staged, err := os.ReadDir(staging)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range staged {
+		if err := os.Rename(filepath.Join(staging, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			return nil, fmt.Errorf("move %s into place: %w", e.Name(), err)
+		}
+	}
+	if err := os.Remove(staging); err != nil {
+		return nil, fmt.Errorf("remove the staging directory: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return nil, err
+	}
+	r.res.Files = sum
+	if n := len(sum.XattrsLost); n > 0 {
+		shown := sum.XattrsLost
+		if n > 10 {
+			shown = shown[:10]
+		}
+		more := ""
+		if n > 10 {
+			more = fmt.Sprintf(" and %d more", n-10)
+		}
+		r.warn("the filesystem of %s does not support user.* extended attributes: %d file(s) lost their origin mark (user.assisted-installer-manifest-source), so assisted-service treats those manifests as system-generated: %s%s",
+			dir, n, strings.Join(shown, ", "), more)
+	}
+	return journal.Counts{"files": sum.Files, "dirs": sum.Dirs, "symlinks": sum.Symlinks, "bytes": sum.Bytes,
+		"xattrs": sum.Xattrs, "xattrsLost": int64(len(sum.XattrsLost))}, nil
+}
+
+// verifyFiles re-checks a files phase recorded as done: no staging left and,
+// when the bundle had files, content in place.
+func (r *runner) verifyFiles(context.Context) error {
+	if _, err := os.Stat(filepath.Join(r.o.DataDir, StagingDirName)); err == nil {
+		return errors.New("a staging directory is left in the data directory")
+	}
+	names, err := contentOf(r.o.DataDir)
+	if err != nil {
+		return err
+	}
+	if m := r.b.Metadata.Files; m != nil && m.Files+m.Dirs > 0 && len(names) == 0 {
+		return errors.New("the data directory is empty")
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,350 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/kubekeys"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/recreate"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/resources"
+)
+
+// runner is the state of one Run.
+type runner struct {
+	o        Options
+	log      *slog.Logger
+	now      func() time.Time
+	res      *Result
+	b        *bundle.Bundle
+	ownB     bool
+	progress *phaseProgress
+
+	recreate   bool
+	manifests  *recreate.Manifests
+	recreateNS string
+	plan       *resources.Plan
+	targets    kubekeys.Targets
+
+	cs     kubernetes.Interface
+	client resources.Client
+
+	j *journal.Journal
+	// dbResume: an earlier run of this bundle started loading the database,
+	// so whatever the target holds is its own (see checkDatabase).
+	dbResume    bool
+	filesResume bool
+	creds       *auth.PostgresCredentials
+}
+
+// Run restores a bundle into cluster 0; see the package documentation for the
+// order and guarantees. It returns a Result also with an error, so the caller
+// can report what was done (Result.Resources for a report.json).
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	r := &runner{o: o, log: o.Logger, now: o.Now, res: &Result{Namespace: o.Namespace, DryRun: o.DryRun}}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.res.DryRun == "" || o.Diff {
+		r.res.DryRun = resources.DryRunNone
+		if o.Diff {
+			r.res.DryRun = resources.DryRunClient
+		}
+	}
+	defer r.close()
+	steps := []func(context.Context) error{r.openBundle, r.verifyBundle, r.prepareResources, r.connect, r.checkTargets}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return r.res, err
+		}
+	}
+	if o.dryRun() {
+		return r.res, r.dryRun(ctx)
+	}
+	return r.res, r.runPhases(ctx)
+}
+
+func (r *runner) close() {
+	if r.ownB && r.b != nil {
+		_ = r.b.Close()
+	}
+}
+
+func (r *runner) event(e Event) {
+	if r.o.OnEvent != nil {
+		r.o.OnEvent(e)
+	}
+}
+
+func (r *runner) warn(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.res.Warnings = append(r.res.Warnings, msg)
+	r.log.Warn(msg)
+	r.event(Event{Type: EventWarning, Message: msg})
+}
+
+func (r *runner) check(msg string) {
+	r.log.Info("check passed", "check", msg)
+	r.event(Event{Type: EventCheck, Message: msg})
+}
+
+func (r *runner) openBundle(ctx context.Context) error {
+	r.progress = &phaseProgress{p: r.o.Progress, prefix: "verify "}
+	if r.o.Bundle != nil {
+		r.b = r.o.Bundle
+	} else {
+		b, err := bundle.Open(ctx, r.o.Ref, bundle.OpenOptions{Registry: r.o.Registry, Identities: r.o.Identities, Progress: r.progress})
+		if err != nil {
+			return fmt.Errorf("open bundle %s: %w", r.o.Ref, err)
+		}
+		r.b, r.ownB = b, true
+	}
+	r.res.Reference, r.res.Digest = r.b.Reference, r.b.Descriptor.Digest.String()
+	r.res.ClusterIDs = r.b.Metadata.Source.ClusterIDs
+	return nil
+}
+
+// verifyBundle reads every layer to its end before anything is written:
+// digests, decryption and strict decoding (the database stream included).
+func (r *runner) verifyBundle(ctx context.Context) error {
+	for kind, skip := range map[bundle.LayerKind]bool{bundle.LayerDatabase: r.o.SkipDatabase, bundle.LayerFiles: r.o.SkipFiles} {
+		if _, ok := r.b.Layer(kind); !ok && !skip {
+			return &BundleContentError{Err: fmt.Errorf("the bundle has no %s layer: skip the %s phase explicitly to restore the rest; nothing was changed", kind, kind)}
+		}
+	}
+	rep, err := r.b.Verify(ctx, bundle.VerifyOptions{Database: func(ctx context.Context, rd io.Reader) error {
+		_, err := pg.Verify(ctx, rd)
+		return err
+	}})
+	r.progress.set("")
+	if err != nil {
+		return fmt.Errorf("verify bundle %s: %w; nothing was changed", r.res.Reference, err)
+	}
+	for _, l := range rep.Layers {
+		if !l.Decoded {
+			return &bundle.DecryptError{Layer: l.Kind, Err: bundle.ErrNoIdentity}
+		}
+	}
+	r.check(fmt.Sprintf("bundle %s verified: %d layer(s) decrypted and decoded", r.res.Digest, len(rep.Layers)))
+	return nil
+}
+
+// prepareResources decides between the bundle's CRs and re-created ones and
+// plans the former (planning needs no cluster).
+func (r *runner) prepareResources(ctx context.Context) error {
+	if r.o.SkipResources {
+		r.res.ResourcesFrom = ResourcesSkipped
+		return nil
+	}
+	_, hasLayer := r.b.Layer(bundle.LayerResources)
+	meta := r.b.Metadata.Resources
+	fromManifests := hasLayer && meta != nil && meta.From == "manifests"
+	r.recreate = r.o.RecreateResources || r.o.Diff || !hasLayer || fromManifests
+	if r.o.Diff && hasLayer && !fromManifests && !r.o.RecreateResources {
+		r.warn("the bundle holds exported resources; the drift check compares re-created ones")
+	}
+	if !r.recreate {
+		r.res.ResourcesFrom = ResourcesFromBundle
+		objs, err := r.b.Resources(ctx)
+		if err != nil {
+			return fmt.Errorf("read the resources layer: %w", err)
+		}
+		r.plan, err = resources.NewPlan(objs, r.planOptions(r.o.NamespaceMapping, r.o.ClusterZero))
+		if err != nil {
+			return fmt.Errorf("plan the resources: %w; nothing was changed", err)
+		}
+		if r.targets, err = kubekeys.FromObjects(objs, r.plan.Options().MapNamespace); err != nil {
+			return fmt.Errorf("kube keys: %w; nothing was changed", err)
+		}
+		return nil
+	}
+	r.res.ResourcesFrom = ResourcesFromRecreated
+	if r.o.SkipDatabase {
+		return &OptionsError{Err: errors.New("re-created resources are built from the restored database: the database phase cannot be skipped")}
+	}
+	switch {
+	case r.o.ManifestsDir != "":
+		m, err := recreate.LoadManifests(os.DirFS(r.o.ManifestsDir))
+		if err != nil {
+			return fmt.Errorf("install manifests %s: %w", r.o.ManifestsDir, err)
+		}
+		r.manifests = m
+	case fromManifests:
+		objs, err := r.b.Resources(ctx)
+		if err != nil {
+			return fmt.Errorf("read the resources layer: %w", err)
+		}
+		if r.manifests, err = recreate.ManifestsFromObjects(objs); err != nil {
+			return fmt.Errorf("the bundle's install manifests: %w", err)
+		}
+	}
+	r.recreateNS = r.o.Namespace
+	if r.manifests != nil && r.manifests.ClusterDeployment != nil && r.manifests.ClusterDeployment.GetNamespace() != "" {
+		ns := r.manifests.ClusterDeployment.GetNamespace()
+		if to, ok := r.o.NamespaceMapping[ns]; ok {
+			ns = to
+		}
+		r.recreateNS = ns
+	}
+	return nil
+}
+
+func (r *runner) planOptions(mapping map[string]string, clusterZero *resources.ObjectKey) resources.Options {
+	return resources.Options{
+		NamespaceMapping: mapping, ServiceURL: r.o.ServiceURL, BundleDigest: r.res.Digest,
+		Existing: r.o.Existing, DryRun: r.o.DryRun, ClusterZero: clusterZero, Logger: r.log,
+	}
+}
+
+// connect builds the clients of cluster 0 and proves it answers.
+func (r *runner) connect(context.Context) error {
+	if r.o.Config == nil {
+		return nil
+	}
+	cs, err := kubernetes.NewForConfig(r.o.Config)
+	if err != nil {
+		return fmt.Errorf("cluster 0: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(r.o.Config)
+	if err != nil {
+		return fmt.Errorf("cluster 0: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(r.o.Config)
+	if err != nil {
+		return fmt.Errorf("cluster 0: %w", err)
+	}
+	if _, err := disc.ServerVersion(); err != nil {
+		return &resources.UnreachableError{Err: err}
+	}
+	r.cs, r.client = cs, resources.Client{Dynamic: dyn, Discovery: disc}
+	return nil
+}
+
+// checkTargets runs every check that needs the targets, still without a write:
+// an earlier run's journal, the database, the data directory and the objects
+// on cluster 0.
+func (r *runner) checkTargets(ctx context.Context) error {
+	if r.cs != nil {
+		j, err := journal.Peek(ctx, r.cs, r.o.Namespace, r.res.Digest)
+		switch {
+		case errors.Is(err, journal.ErrNoJournal):
+		case err != nil:
+			return err
+		default:
+			// Open reads the existing journal (no write) and checks that it
+			// was written with the same options.
+			if j, err = journal.Open(ctx, r.cs, r.o.Namespace, r.res.Digest, r.o.fingerprint(r.recreate)); err != nil {
+				return err
+			}
+			r.j, r.res.Resumed = j, true
+			_, r.dbResume = j.Record(PhaseDatabase)
+			_, r.filesResume = j.Record(PhaseFiles)
+		}
+	}
+	if !r.o.SkipDatabase {
+		if err := r.checkDatabase(ctx); err != nil {
+			return err
+		}
+	}
+	if !r.o.SkipFiles {
+		if err := r.checkDataDir(); err != nil {
+			return err
+		}
+	}
+	if r.plan != nil && r.cs != nil {
+		if err := r.checkResources(ctx, r.plan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) checkResources(ctx context.Context, plan *resources.Plan) error {
+	rep, err := resources.Check(ctx, r.client, plan)
+	if err != nil {
+		r.res.Resources = rep
+		return fmt.Errorf("check the resources on cluster 0: %w", err)
+	}
+	r.check(fmt.Sprintf("cluster 0 serves every API the %d object(s) need; no conflicting object", len(plan.Objects())))
+	return nil
+}
+
+func (r *runner) checkDatabase(ctx context.Context) error {
+	cfg, err := pgx.ParseConfig(r.o.TargetDB)
+	if err != nil {
+		return &OptionsError{Err: fmt.Errorf("target database: %w", err)}
+	}
+	if cfg.Password != "" {
+		r.creds = &auth.PostgresCredentials{Host: "localhost", Port: "5432", Name: cfg.Database, User: cfg.User, Password: cfg.Password}
+	}
+	err = pg.CheckTarget(ctx, r.o.TargetDB)
+	switch {
+	case err == nil:
+		r.check("target database is empty")
+	case errors.Is(err, pg.ErrTargetNotEmpty) && (r.o.Replace || r.o.Diff):
+		r.check("target database is not empty; it will be replaced in the restore transaction")
+	case errors.Is(err, pg.ErrTargetNotEmpty) && r.dbResume:
+		r.check("target database holds what an earlier run of this bundle loaded; it is loaded again")
+	case errors.Is(err, pg.ErrTargetNotEmpty):
+		return &targetNotEmpty{err}
+	default:
+		return err
+	}
+	return nil
+}
+
+// targetNotEmpty adds "nothing was changed" and ErrTargetNotEmpty to pg's refusal.
+type targetNotEmpty struct{ err error }
+
+func (e *targetNotEmpty) Error() string        { return e.err.Error() + "; nothing was changed" }
+func (e *targetNotEmpty) Unwrap() error        { return e.err }
+func (e *targetNotEmpty) Is(target error) bool { return target == ErrTargetNotEmpty }
+
+// dryRun loads the database in a transaction that is rolled back (kube keys,
+// re-created objects and their drift checked inside it), then applies the
+// resources as a dry run. Nothing is written.
+func (r *runner) dryRun(ctx context.Context) error {
+	if !r.o.SkipDatabase {
+		if _, err := r.loadDatabase(ctx, true, r.now()); err != nil {
+			return err
+		}
+	}
+	if r.o.Diff || r.plan == nil || r.cs == nil {
+		return nil
+	}
+	rep, err := resources.Apply(ctx, r.client, r.plan)
+	r.res.Resources = rep
+	if err != nil {
+		return fmt.Errorf("dry run of the resources: %w", err)
+	}
+	return nil
+}
+
+// objectsNamespace is the Namespace object re-created resources go into.
+func namespaceObject(name string) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{}
+	o.SetAPIVersion("v1")
+	o.SetKind("Namespace")
+	o.SetName(name)
+	return o
+}
