@@ -58,6 +58,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdWaitFor(env),
 		NewCmdSwitchover(env),
 		NewCmdBundle(env),
+		NewCmdRestore(env),
 		NewCmdMigrate(env),
 	)
 	return cmd

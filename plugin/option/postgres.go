@@ -18,6 +18,10 @@ import (
 type Postgres struct {
 	URL     string
 	EnvFile string
+	// FromEnv reads the same variables from the process environment, as the
+	// in-cluster restore Job sets them from the operator's postgres Secret
+	// (see AddFromEnvFlag).
+	FromEnv bool
 }
 
 // AddFlags adds --db and --db-env-file; what names the database for the command
@@ -27,16 +31,24 @@ func (p *Postgres) AddFlags(fs *pflag.FlagSet, what string) {
 	fs.StringVar(&p.EnvFile, "db-env-file", "", "Read the "+what+" database from an assisted-service env file (DB_HOST, DB_PORT, DB_USER, DB_PASS, DB_NAME)")
 }
 
+// AddFromEnvFlag adds --db-from-env, for commands that run inside a pod.
+func (p *Postgres) AddFromEnvFlag(fs *pflag.FlagSet, what string) {
+	fs.BoolVar(&p.FromEnv, "db-from-env", false, "Read the "+what+" database from the environment variables DB_HOST, DB_PORT, DB_USER, DB_PASS and DB_NAME")
+}
+
 // ErrNoDatabase means neither --db nor --db-env-file was given.
 var ErrNoDatabase = errors.New("no database given: pass --db URL or --db-env-file FILE")
 
 // IsSet reports whether a database was given.
-func (p *Postgres) IsSet() bool { return p.URL != "" || p.EnvFile != "" }
+func (p *Postgres) IsSet() bool { return p.URL != "" || p.EnvFile != "" || p.FromEnv }
 
-// Validate rejects both flags at once.
+// Validate rejects more than one way to name the database.
 func (p *Postgres) Validate() error {
 	if p.URL != "" && p.EnvFile != "" {
 		return errors.New("--db and --db-env-file name the same database: give only one")
+	}
+	if p.FromEnv && (p.URL != "" || p.EnvFile != "") {
+		return errors.New("--db-from-env and --db/--db-env-file name the same database: give only one")
 	}
 	return nil
 }
@@ -53,6 +65,14 @@ func (p *Postgres) ConnString() (string, error) {
 		return p.URL, nil
 	case p.EnvFile != "":
 		return connStringFromEnvFile(p.EnvFile)
+	case p.FromEnv:
+		env := map[string]string{}
+		for _, k := range []string{"DB_HOST", "DB_PORT", "DB_USER", "DB_PASS", "DB_NAME"} {
+			if v, ok := os.LookupEnv(k); ok {
+				env[k] = v
+			}
+		}
+		return connStringFromMap(env, "the environment")
 	default:
 		return "", ErrNoDatabase
 	}
@@ -60,6 +80,9 @@ func (p *Postgres) ConnString() (string, error) {
 
 // Describe names the database for messages, without its password.
 func (p *Postgres) Describe() string {
+	if p.FromEnv {
+		return "the database of the DB_* environment variables"
+	}
 	if p.EnvFile != "" {
 		return "the database of " + p.EnvFile
 	}
@@ -91,6 +114,12 @@ func connStringFromEnvFile(path string) (string, error) {
 	if err := sc.Err(); err != nil {
 		return "", fmt.Errorf("read database env file %s: %w", path, err)
 	}
+	return connStringFromMap(env, "database env file "+path)
+}
+
+// connStringFromMap builds a key=value DSN from assisted-service's variables;
+// source names where they came from in errors.
+func connStringFromMap(env map[string]string, source string) (string, error) {
 	var missing []string
 	for _, k := range []string{"DB_HOST", "DB_USER", "DB_NAME"} {
 		if env[k] == "" {
@@ -98,7 +127,7 @@ func connStringFromEnvFile(path string) (string, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return "", fmt.Errorf("database env file %s lacks %s", path, strings.Join(missing, ", "))
+		return "", fmt.Errorf("%s lacks %s", source, strings.Join(missing, ", "))
 	}
 	port := env["DB_PORT"]
 	if port == "" {
