@@ -1,0 +1,397 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle"
+	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
+	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
+)
+
+// killerWebhook is a validating admission webhook that holds the first request
+// matching its armed trigger until the test has SIGKILLed the restore, then
+// denies it: the restore dies at exactly that point, before that write.
+type killerWebhook struct {
+	mu      sync.Mutex
+	trigger func(req *admissionv1.AdmissionRequest, obj *unstructured.Unstructured) bool
+	hit     chan string
+	release chan struct{}
+}
+
+// arm sets the trigger and returns the channel that reports when it fired.
+func (w *killerWebhook) arm(trigger func(*admissionv1.AdmissionRequest, *unstructured.Unstructured) bool) <-chan string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.trigger, w.hit, w.release = trigger, make(chan string, 1), make(chan struct{})
+	return w.hit
+}
+
+// releaseHeld lets a held request go (denied).
+func (w *killerWebhook) releaseHeld() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.release != nil {
+		close(w.release)
+		w.release = nil
+	}
+}
+
+func (w *killerWebhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
+		http.Error(rw, "bad review", http.StatusBadRequest)
+		return
+	}
+	req := review.Request
+	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	obj := &unstructured.Unstructured{}
+	_ = json.Unmarshal(req.Object.Raw, &obj.Object)
+	w.mu.Lock()
+	trigger, hit, release := w.trigger, w.hit, w.release
+	fire := trigger != nil && trigger(req, obj)
+	if fire {
+		w.trigger = nil
+	}
+	w.mu.Unlock()
+	if fire {
+		hit <- fmt.Sprintf("%s %s %s/%s", req.Operation, obj.GetKind(), obj.GetNamespace(), obj.GetName())
+		select {
+		case <-release:
+		case <-time.After(25 * time.Second):
+		}
+		resp.Allowed = false
+		resp.Result = &metav1.Status{Message: "kat-kill: the restore was killed at this write"}
+	}
+	review.Response, review.Request = resp, nil
+	rw.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(rw).Encode(&review)
+}
+
+// startKillerWebhook registers the webhook for restore journals in namespaces
+// labelled kat-kill=id and for CRs labelled kat-order=id.
+func startKillerWebhook(t *testing.T, k *harness.Kube, id string) *killerWebhook {
+	t.Helper()
+	w := &killerWebhook{}
+	certs := harness.NewCertPair(t, t.TempDir())
+	cert, err := tls.LoadX509KeyPair(certs.CertFile, certs.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: w, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	url := fmt.Sprintf("https://%s/validate", ln.Addr().(*net.TCPAddr).String())
+	fail, none, timeout := admissionregv1.Fail, admissionregv1.SideEffectClassNone, int32(30)
+	hook := func(name string, ops []admissionregv1.OperationType, groups, resources []string, nsSel, objSel map[string]string) admissionregv1.ValidatingWebhook {
+		h := admissionregv1.ValidatingWebhook{
+			Name: name, ClientConfig: admissionregv1.WebhookClientConfig{URL: &url, CABundle: certs.CAPEM},
+			AdmissionReviewVersions: []string{"v1"}, SideEffects: &none, FailurePolicy: &fail, TimeoutSeconds: &timeout,
+			ObjectSelector: &metav1.LabelSelector{MatchLabels: objSel},
+			Rules: []admissionregv1.RuleWithOperations{{Operations: ops,
+				Rule: admissionregv1.Rule{APIGroups: groups, APIVersions: []string{"*"}, Resources: resources}}},
+		}
+		if nsSel != nil {
+			h.NamespaceSelector = &metav1.LabelSelector{MatchLabels: nsSel}
+		}
+		return h
+	}
+	name := "kat-kill-" + id
+	cfg := &admissionregv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregv1.ValidatingWebhook{
+			hook("journal.kill.kat.example.com", []admissionregv1.OperationType{admissionregv1.Create, admissionregv1.Update},
+				[]string{""}, []string{"configmaps"}, map[string]string{"kat-kill": id}, map[string]string{"kubectl-assisted.io/role": "restore-journal"}),
+			hook("objects.kill.kat.example.com", []admissionregv1.OperationType{admissionregv1.Create},
+				[]string{"", "hive.openshift.io", "extensions.hive.openshift.io", "agent-install.openshift.io", "metal3.io"},
+				[]string{"secrets", "configmaps", "clusterdeployments", "agentclusterinstalls", "nmstateconfigs", "infraenvs", "baremetalhosts", "agents", "agentclassifications"},
+				nil, map[string]string{"kat-order": id}),
+		},
+	}
+	cs := k.Clientset(t)
+	ctx := context.Background()
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	// Wait until the API server calls it: a probe journal in a labelled
+	// namespace must be denied by it.
+	probeNS := k.Namespace(t)
+	labelNamespace(t, k, probeNS, id)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		w.arm(func(_ *admissionv1.AdmissionRequest, o *unstructured.Unstructured) bool { return o.GetName() == "probe" })
+		w.releaseHeld()
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{"kubectl-assisted.io/role": "restore-journal"}}}
+		_, err := cs.CoreV1().ConfigMaps(probeNS).Create(ctx, probe, metav1.CreateOptions{})
+		if err != nil && strings.Contains(err.Error(), "kat-kill") {
+			break
+		}
+		_ = cs.CoreV1().ConfigMaps(probeNS).Delete(ctx, "probe", metav1.DeleteOptions{})
+		if time.Now().After(deadline) {
+			t.Fatalf("the kill webhook never became active (last: %v)", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	w.mu.Lock()
+	w.trigger = nil
+	w.mu.Unlock()
+	return w
+}
+
+func labelNamespace(t *testing.T, k *harness.Kube, ns, id string) {
+	t.Helper()
+	cs := k.Clientset(t)
+	n, err := cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels["kat-kill"] = id
+	if _, err := cs.CoreV1().Namespaces().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// journalUpdate triggers on the journal update that records phase in state.
+func journalUpdate(ns, phase, state string) func(*admissionv1.AdmissionRequest, *unstructured.Unstructured) bool {
+	return func(req *admissionv1.AdmissionRequest, o *unstructured.Unstructured) bool {
+		if req.Operation != admissionv1.Update || o.GetNamespace() != ns {
+			return false
+		}
+		v, _, _ := unstructured.NestedString(o.Object, "data", "phase."+phase)
+		return strings.Contains(v, `"state":"`+state+`"`)
+	}
+}
+
+// restoreTarget is one cluster 0: a namespace, a database and a data directory.
+type restoreTarget struct {
+	ns, dir, kubeconfig string
+	db                  *harness.Database
+	plugin              *harness.Plugin
+}
+
+// TestRestoreCLI_KilledAnywhereThenRerunConverges SIGKILLs the restore at
+// phase boundaries (held by an admission webhook at the exact write) and in
+// the middle of the database load and of the resources, reruns it with the
+// same flags, and compares the end state with an uninterrupted restore: the
+// rows, the file tree with xattrs, the objects and the receipt.
+func TestRestoreCLI_KilledAnywhereThenRerunConverges(t *testing.T) {
+	k := harness.SharedKube(t)
+	p := harness.NewPlugin(t)
+	idNS := k.Namespace(t)
+	id := idNS
+	identity, recipient := ageKey(t)
+	src := node0Database(t, assisted.Scale{Clusters: 7, Hosts: 40, Events: 40000, InventoryBytes: 6000})
+	data := assistedData(t, plantedKubeadmin)
+	ref := "oci:" + filepath.Join(t.TempDir(), "layout") + ":v1"
+	makeBundle(t, ref, bundleRegistryNone, recipient, bundle.CreateOptions{
+		Database: pgDumpSource{src.URL}, Files: &bundle.FilesOptions{Dir: data}, Resources: exportedObjects(node0Export(t, id))})
+	hook := startKillerWebhook(t, k, id)
+
+	newTarget := func(t *testing.T) restoreTarget {
+		ns := k.Namespace(t)
+		labelNamespace(t, k, ns, id)
+		db := emptyDatabase(t)
+		pp := *p
+		cfg, err := pgx.ParseConfig(db.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// --db-from-env, as the in-cluster Job runs it.
+		pp.Env = []string{"DB_HOST=" + cfg.Host, fmt.Sprintf("DB_PORT=%d", cfg.Port), "DB_USER=" + cfg.User, "DB_PASS=" + plantedDBPassword, "DB_NAME=" + cfg.Database}
+		return restoreTarget{ns: ns, dir: filepath.Join(t.TempDir(), "data"), kubeconfig: k.KubeconfigFor(t, harness.AdminUser, ns), db: db, plugin: &pp}
+	}
+	args := func(tg restoreTarget) []string {
+		return []string{"restore", ref, "--identity", identity, "--db-from-env", "--data-dir", tg.dir, "--kubeconfig", tg.kubeconfig, "-n", tg.ns,
+			"--namespace-mapping", "spoke-cluster=" + tg.ns + ",demo=" + tg.ns + ",agents=" + tg.ns, "--service-url", "https://assisted.cluster0.example.com", "-o", "json"}
+	}
+	type state struct {
+		rows, files, objects map[string]string
+		keys                 string
+	}
+	endOf := func(t *testing.T, tg restoreTarget) state {
+		conn := tg.db.Connect(t)
+		keys := keysOf(t, conn, `SELECT kube_key_name || '/' || kube_key_namespace, (SELECT name || '/' || kube_key_namespace FROM infra_envs WHERE id = '`+node0Infra+`') FROM clusters WHERE id = '`+node0Cluster+`'`)
+		return state{rows: tableSums(t, tg.db.URL, "kube_key_namespace"), files: fileTree(t, tg.dir), objects: endState(t, k, tg.ns, id),
+			keys: strings.ReplaceAll(keys, tg.ns, "NS")}
+	}
+
+	ref0 := newTarget(t)
+	if r := ref0.plugin.Run(t, args(ref0)...); r.ExitCode != 0 {
+		t.Fatalf("uninterrupted restore: exit %d\n%s", r.ExitCode, r.Combined())
+	}
+	want := endOf(t, ref0)
+	if len(want.objects) != 10 || want.keys != "single-node/NS|myinfraenv/NS" {
+		t.Fatalf("reference restore: %d objects, keys %s", len(want.objects), want.keys)
+	}
+
+	admin, err := pgx.Connect(context.Background(), src.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+
+	creates := func(ns string, n int) func(*admissionv1.AdmissionRequest, *unstructured.Unstructured) bool {
+		seen := 0
+		return func(req *admissionv1.AdmissionRequest, o *unstructured.Unstructured) bool {
+			if req.Operation == admissionv1.Create && o.GetNamespace() == ns && o.GetLabels()["kat-order"] == id {
+				seen++
+				return seen == n
+			}
+			return false
+		}
+	}
+	tests := []struct {
+		name string
+		// arm starts watching for the kill point and returns a channel that
+		// reports it was reached.
+		arm func(tg restoreTarget) <-chan string
+		// after checks the state the kill left.
+		after func(t *testing.T, tg restoreTarget)
+	}{
+		{"while COPY loads a table", func(tg restoreTarget) <-chan string {
+			hit := make(chan string, 1)
+			go func() {
+				for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+					var q string
+					err := admin.QueryRow(context.Background(), `SELECT query FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND query ILIKE 'COPY %FROM STDIN%' LIMIT 1`, tg.db.Name).Scan(&q)
+					if err == nil {
+						hit <- q
+						return
+					}
+				}
+			}()
+			return hit
+		}, func(t *testing.T, tg restoreTarget) {
+			waitIdle(t, admin, tg.db.Name)
+			if n := userTables(t, tg.db.URL); n != 0 || len(journalConfigMaps(t, k, tg.ns)) != 0 {
+				t.Fatalf("killed mid-load: %d tables, journal %v; want nothing", n, journalConfigMaps(t, k, tg.ns))
+			}
+		}},
+		{"before commit, creating the journal", func(tg restoreTarget) <-chan string {
+			return hook.arm(func(req *admissionv1.AdmissionRequest, o *unstructured.Unstructured) bool {
+				return req.Operation == admissionv1.Create && o.GetKind() == "ConfigMap" && o.GetNamespace() == tg.ns
+			})
+		}, func(t *testing.T, tg restoreTarget) {
+			waitIdle(t, admin, tg.db.Name)
+			if n := userTables(t, tg.db.URL); n != 0 || len(journalConfigMaps(t, k, tg.ns)) != 0 {
+				t.Fatalf("killed before commit: %d tables, journal %v; want nothing", n, journalConfigMaps(t, k, tg.ns))
+			}
+		}},
+		{"after commit, before the database phase is recorded", func(tg restoreTarget) <-chan string {
+			return hook.arm(journalUpdate(tg.ns, "database", "done"))
+		}, func(t *testing.T, tg restoreTarget) {
+			if userTables(t, tg.db.URL) == 0 {
+				t.Fatal("the database was not committed")
+			}
+		}},
+		{"files in place, not recorded", func(tg restoreTarget) <-chan string {
+			return hook.arm(journalUpdate(tg.ns, "files", "done"))
+		}, nil},
+		{"after the fourth object", func(tg restoreTarget) <-chan string {
+			return hook.arm(creates(tg.ns, 5))
+		}, nil},
+		{"resources applied, no receipt", func(tg restoreTarget) <-chan string {
+			return hook.arm(journalUpdate(tg.ns, "resources", "done"))
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := newTarget(t)
+			hit := tt.arm(tg)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := tg.plugin.Command(ctx, args(tg)...)
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			select {
+			case what := <-hit:
+				_ = cmd.Process.Kill()
+				err := <-exited
+				hook.releaseHeld()
+				if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != -1 {
+					t.Fatalf("the restore was not killed at %q: %v\n%s", what, err, out.String())
+				}
+			case err := <-exited:
+				t.Fatalf("the restore ended (%v) before the kill point\n%s", err, out.String())
+			}
+			if tt.after != nil {
+				tt.after(t, tg)
+			}
+			r := tg.plugin.Run(t, args(tg)...)
+			if r.ExitCode != 0 {
+				t.Fatalf("rerun: exit %d\n%s", r.ExitCode, r.Combined())
+			}
+			got := endOf(t, tg)
+			if !reflect.DeepEqual(got.rows, want.rows) || got.keys != want.keys {
+				t.Errorf("database differs from the uninterrupted restore: keys %s (want %s)", got.keys, want.keys)
+				for tb, w := range want.rows {
+					if got.rows[tb] != w {
+						t.Errorf("  %s: %s, want %s", tb, got.rows[tb], w)
+					}
+				}
+			}
+			if !reflect.DeepEqual(got.files, want.files) {
+				t.Errorf("files differ:\n got %v\nwant %v", got.files, want.files)
+			}
+			if !reflect.DeepEqual(got.objects, want.objects) {
+				for name, w := range want.objects {
+					if got.objects[name] != w {
+						t.Errorf("%s differs:\n got %s\nwant %s", name, got.objects[name], w)
+					}
+				}
+				if len(got.objects) != len(want.objects) {
+					t.Errorf("objects: %d, want %d", len(got.objects), len(want.objects))
+				}
+			}
+			if wait := tg.plugin.Run(t, "wait-for", "restore-complete", "--kubeconfig", tg.kubeconfig, "-n", tg.ns, "--bundle", parseRestore(t, r).Digest, "--timeout", "10s"); wait.ExitCode != 0 {
+				t.Errorf("wait-for after the rerun: exit %d\n%s", wait.ExitCode, wait.Combined())
+			}
+		})
+	}
+}
+
+// waitIdle waits until no session of the killed restore is left on database
+// db (the server notices the dead client and rolls back).
+func waitIdle(t *testing.T, admin *pgx.Conn, db string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var n int
+		if err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, db).Scan(&n); err == nil && n == 0 {
+			return
+		}
+	}
+	t.Fatalf("the killed restore's session on %s did not end", db)
+}
