@@ -144,7 +144,9 @@ func startKillerWebhook(t *testing.T, k *harness.Kube, id string) *killerWebhook
 	labelNamespace(t, k, probeNS, id)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		w.arm(func(_ *admissionv1.AdmissionRequest, o *unstructured.Unstructured) bool { return o.GetName() == "probe" })
+		w.arm(func(_ *admissionv1.AdmissionRequest, o *unstructured.Unstructured) bool {
+			return o.GetName() == "probe"
+		})
 		w.releaseHeld()
 		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{"kubectl-assisted.io/role": "restore-journal"}}}
 		_, err := cs.CoreV1().ConfigMaps(probeNS).Create(ctx, probe, metav1.CreateOptions{})
