@@ -66,6 +66,11 @@ func (r *runner) loadDatabase(ctx context.Context, dry bool, started time.Time) 
 }
 
 func (r *runner) beforeCommit(ctx context.Context, tx pgx.Tx, dry bool, started time.Time) error {
+	// The engine restores with an empty search_path; assisted-service's
+	// tables, which the kube keys and re-created resources read, are in public.
+	if _, err := tx.Exec(ctx, "SELECT pg_catalog.set_config('search_path', 'public', true)"); err != nil {
+		return err
+	}
 	switch {
 	case r.recreate:
 		if err := r.recreateResources(ctx, tx, tx); err != nil {

@@ -1,0 +1,70 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
+	"github.com/kubectl-assisted/kubectl-assisted/restore"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/kubekeys"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/resources"
+)
+
+func TestParseNamespaceMapping(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      []string
+		want    map[string]string
+		wantErr bool
+	}{
+		{"repeated and comma-separated", []string{"a=b,c=d", " e = f "}, map[string]string{"a": "b", "c": "d", "e": "f"}, false},
+		{"same twice", []string{"a=b", "a=b"}, map[string]string{"a": "b"}, false},
+		{"conflict", []string{"a=b", "a=c"}, nil, true},
+		{"no equals", []string{"a"}, nil, true},
+		{"empty side", []string{"=b"}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseNamespaceMapping(tt.in)
+			if (err != nil) != tt.wantErr || (!tt.wantErr && !reflect.DeepEqual(got, tt.want)) {
+				t.Fatalf("got %v, %v; want %v (err %v)", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestRestoreErrorExitCodes(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("context: %w", err) }
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"options", &restore.OptionsError{Err: errors.New("x")}, clierr.ExitUsage},
+		{"bundle lacks a layer", &restore.BundleContentError{Err: errors.New("x")}, clierr.ExitUsage},
+		{"integrity", wrap(&bundle.IntegrityError{Blob: "database"}), ExitBundleIntegrity},
+		{"decrypt", wrap(&bundle.DecryptError{Err: bundle.ErrWrongIdentity}), ExitBundleDecrypt},
+		{"database not empty", wrap(&pg.TargetNotEmptyError{Objects: []string{"table public.x"}}), ExitRestoreTargetNotEmpty},
+		{"data dir not empty", &restore.DataDirNotEmptyError{Dir: "/d"}, ExitRestoreTargetNotEmpty},
+		{"conflict", wrap(&resources.ConflictError{}), ExitRestoreConflict},
+		{"journal of other options", &journal.FingerprintMismatchError{Name: "j"}, ExitRestoreConflict},
+		{"kube keys", wrap(&journal.PhaseError{Phase: "database", Err: &kubekeys.MismatchError{Problems: []string{"p"}}}), ExitRestoreKubeKeys},
+		{"drift", wrap(&restore.DriftError{}), ExitRestoreDrift},
+		{"apply", &journal.PhaseError{Phase: "resources", Err: &resources.ApplyError{Err: errors.New("x")}}, ExitRestoreApply},
+		{"unreachable", &resources.UnreachableError{Err: errors.New("x")}, ExitRestoreCluster},
+		{"missing CRDs", wrap(&resources.MissingAPIError{}), ExitRestoreCluster},
+		{"anything else", errors.New("x"), clierr.ExitError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := clierr.ExitCode(restoreError(tt.err)); got != tt.want {
+				t.Fatalf("exit code %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

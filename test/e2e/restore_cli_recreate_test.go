@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/recreate"
+	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
+	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
+)
+
+// writeManifests writes a scenario's objects as ABI's manifest folder holds
+// them (cluster-deployment.yaml, ...), after edit.
+func writeManifests(t *testing.T, s assisted.Scenario, edit func(o *unstructured.Unstructured)) string {
+	t.Helper()
+	dir := t.TempDir()
+	fileOf := map[string]string{}
+	for file, kind := range recreate.ManifestFiles {
+		fileOf[kind] = file
+	}
+	docs := map[string][]string{}
+	for _, o := range s.Objects {
+		file := fileOf[o.GetKind()]
+		if file == "" || (o.GetKind() == "Secret" && !strings.HasSuffix(o.GetName(), "-pull-secret")) {
+			continue
+		}
+		o = o.DeepCopy()
+		if edit != nil {
+			edit(o)
+		}
+		b, err := yaml.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[file] = append(docs[file], string(b))
+	}
+	for file, d := range docs {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(strings.Join(d, "---\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// postgresSecret creates the operator's postgres Secret in ns naming db.
+func postgresSecret(t *testing.T, k *harness.Kube, ns string, db *harness.Database) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "postgres", Namespace: ns}, StringData: map[string]string{
+		"db.host": cfg.Host, "db.port": fmt.Sprint(cfg.Port), "db.user": cfg.User, "db.password": plantedDBPassword, "db.name": cfg.Database}}
+	if _, err := k.Clientset(t).CoreV1().Secrets(ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRestoreCLI_RecreateFromRows: a bundle of a node 0 without a Kubernetes
+// API (no resources layer) is restored with CRs re-created from the restored
+// rows: the database named by the operator's postgres Secret, the kube keys
+// written, every object accepted by the real CRDs. `--diff` exits like
+// diff(1): 0 when the CRs agree with the rows, 1 (listing the field) when an
+// install manifest disagrees; the restore then refuses (23) without changing
+// anything, and applies with --accept-drift.
+func TestRestoreCLI_RecreateFromRows(t *testing.T) {
+	k := harness.SharedKube(t)
+	p := harness.NewPlugin(t)
+	identity, recipient := ageKey(t)
+	s := assisted.Scenarios()[0]
+	src := harness.NewDatabase(t)
+	assisted.LoadSchema(t, src.URL)
+	if err := assisted.InsertScenario(context.Background(), src.Connect(t), s); err != nil {
+		t.Fatal(err)
+	}
+	ref := "oci:" + filepath.Join(t.TempDir(), "layout") + ":v1"
+	digest := makeBundle(t, ref, bundleRegistryNone, recipient, bundle.CreateOptions{
+		Database: pgDumpSource{src.URL}, Files: &bundle.FilesOptions{Dir: assistedData(t, plantedKubeadmin)}})
+
+	t.Run("diff without drift", func(t *testing.T) {
+		scratch := emptyDatabase(t)
+		r := p.Run(t, "restore", ref, "--identity", identity, "--recreate-resources", "--diff", "--db", scratch.URL, "-o", "json")
+		if r.ExitCode != 0 || strings.TrimSpace(r.Stdout) != "[]" {
+			t.Fatalf("--diff: exit %d, want 0 and []\n%s", r.ExitCode, r.Combined())
+		}
+		if n := userTables(t, scratch.URL); n != 0 {
+			t.Errorf("--diff left %d tables", n)
+		}
+	})
+
+	ns := k.Namespace(t)
+	target := emptyDatabase(t)
+	postgresSecret(t, k, ns, target)
+	kubeconfig := k.KubeconfigFor(t, harness.AdminUser, ns)
+	r := p.Run(t, "restore", ref, "--identity", identity, "--data-dir", filepath.Join(t.TempDir(), "data"), "--kubeconfig", kubeconfig, "-n", ns, "-o", "json")
+	if r.ExitCode != 0 {
+		t.Fatalf("restore: exit %d\n%s", r.ExitCode, r.Combined())
+	}
+	res := parseRestore(t, r)
+	if res.ResourcesFrom != "recreated" || phaseNames(res) != "database,files,auth,resources" || res.Digest != digest {
+		t.Fatalf("result: from %s, phases %s", res.ResourcesFrom, phaseNames(res))
+	}
+	// The rows carry the kube keys of the objects that now exist.
+	conn := target.Connect(t)
+	var cdName, cdNS string
+	if err := conn.QueryRow(context.Background(), `SELECT kube_key_name, kube_key_namespace FROM clusters`).Scan(&cdName, &cdNS); err != nil || cdNS != ns {
+		t.Fatalf("cluster kube key %s/%s (%v), want namespace %s", cdNS, cdName, err, ns)
+	}
+	dyn := k.Dynamic(t)
+	if _, err := dyn.Resource(gvrs["ClusterDeployment"]).Namespace(ns).Get(context.Background(), cdName, metav1.GetOptions{}); err != nil {
+		t.Fatalf("ClusterDeployment %s: %v", cdName, err)
+	}
+	agents, err := dyn.Resource(resources["Agent"]).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(agents.Items) != len(s.Hosts) {
+		t.Fatalf("Agents: %v, want %d", err, len(s.Hosts))
+	}
+	var unkeyed int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM hosts WHERE kube_key_namespace IS DISTINCT FROM $1`, ns).Scan(&unkeyed); err != nil || unkeyed != 0 {
+		t.Errorf("%d hosts without the kube key (%v)", unkeyed, err)
+	}
+	if strings.Contains(r.Combined(), plantedDBPassword) || strings.Contains(r.Combined(), assisted.ScenarioPullSecret) {
+		t.Error("a secret leaked into the output")
+	}
+
+	// An install manifest that disagrees with the rows.
+	drifted := writeManifests(t, s, func(o *unstructured.Unstructured) {
+		if o.GetKind() == "InfraEnv" {
+			_ = unstructured.SetNestedField(o.Object, "ssh-rsa AAAA drifted", "spec", "sshAuthorizedKey")
+		}
+	})
+	t.Run("diff with drift", func(t *testing.T) {
+		scratch := emptyDatabase(t)
+		r := p.Run(t, "restore", ref, "--identity", identity, "--recreate-resources", "--diff", "--manifests-dir", drifted, "--db", scratch.URL, "-o", "json")
+		var diffs []recreate.Difference
+		if r.ExitCode != 1 || json.Unmarshal([]byte(r.Stdout), &diffs) != nil || len(diffs) != 1 || diffs[0].Field != "spec.sshAuthorizedKey" {
+			t.Fatalf("--diff: exit %d, want 1 and the one difference\n%s", r.ExitCode, r.Combined())
+		}
+		human := p.Run(t, "restore", ref, "--identity", identity, "--recreate-resources", "--diff", "--manifests-dir", drifted, "--db", scratch.URL)
+		if human.ExitCode != 1 || !strings.Contains(human.Stdout, "spec.sshAuthorizedKey") {
+			t.Fatalf("--diff: exit %d\n%s", human.ExitCode, human.Combined())
+		}
+	})
+	t.Run("drift refused, then accepted", func(t *testing.T) {
+		ns := k.Namespace(t)
+		db := emptyDatabase(t)
+		dataDir := filepath.Join(t.TempDir(), "data")
+		args := []string{"restore", ref, "--identity", identity, "--recreate-resources", "--manifests-dir", drifted, "--db", db.URL,
+			"--data-dir", dataDir, "--kubeconfig", k.KubeconfigFor(t, harness.AdminUser, ns), "-n", ns, "--namespace-mapping", "cluster0=" + ns}
+		r := p.Run(t, args...)
+		if r.ExitCode != 23 || !strings.Contains(r.Stderr, "spec.sshAuthorizedKey") {
+			t.Fatalf("exit %d, want 23 (drift)\n%s", r.ExitCode, r.Combined())
+		}
+		if n := userTables(t, db.URL); n != 0 || len(journalConfigMaps(t, k, ns)) != 0 {
+			t.Fatalf("the refused restore left %d tables and journal %v", n, journalConfigMaps(t, k, ns))
+		}
+		if _, err := os.Stat(dataDir); err == nil {
+			t.Error("the refused restore created the data directory")
+		}
+		r = p.Run(t, append(args, "--accept-drift")...)
+		if r.ExitCode != 0 || !strings.Contains(r.Stderr, "warning: 1 field(s) of the re-created resources disagree") {
+			t.Fatalf("--accept-drift: exit %d\n%s", r.ExitCode, r.Combined())
+		}
+	})
+}
