@@ -19,6 +19,7 @@ import (
 	"filippo.io/age"
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sys/unix"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 	bres "github.com/kubectl-assisted/kubectl-assisted/bundle/resources"
+	crs "github.com/kubectl-assisted/kubectl-assisted/restore/resources"
 	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
 )
@@ -213,6 +215,62 @@ func fileTree(t *testing.T, dir string) map[string]string {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// bundleObjects GETs every object of node0Export(id) (mapped into ns) on
+// cluster 0 and returns those a restore wrote (they carry the bundle-digest
+// annotation), keyed "Kind/name". GETs, unlike the test API server's
+// consistent LISTs of custom resources, answer at once.
+func bundleObjects(t *testing.T, k *harness.Kube, ns, id string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	dyn := k.Dynamic(t)
+	out := map[string]*unstructured.Unstructured{}
+	for _, o := range node0Export(t, id) {
+		idx := crs.StepIndex(o)
+		if idx < 0 || o.GetKind() == "Namespace" {
+			continue
+		}
+		step := crs.Order[idx]
+		gvr := o.GroupVersionKind().GroupVersion().WithResource(step.Resource)
+		var got *unstructured.Unstructured
+		var err error
+		if step.Namespaced {
+			got, err = dyn.Resource(gvr).Namespace(ns).Get(context.Background(), o.GetName(), metav1.GetOptions{})
+		} else {
+			got, err = dyn.Resource(gvr).Get(context.Background(), o.GetName(), metav1.GetOptions{})
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			t.Fatalf("get %s %s: %v", o.GetKind(), o.GetName(), err)
+		case got.GetAnnotations()[crs.AnnotationBundleDigest] != "":
+			out[o.GetKind()+"/"+o.GetName()] = got
+		}
+	}
+	return out
+}
+
+// objectsState is what a restore leaves on cluster 0, independent of the
+// namespace name and UIDs (see endState): each object's labels, annotations,
+// content, and owners by name with whether the UID is the owner's current one.
+func objectsState(t *testing.T, k *harness.Kube, ns, id string) map[string]string {
+	t.Helper()
+	objs := bundleObjects(t, k, ns, id)
+	out := map[string]string{}
+	for name, o := range objs {
+		var owners []string
+		for _, ref := range o.GetOwnerReferences() {
+			owner := objs[ref.Kind+"/"+ref.Name]
+			owners = append(owners, fmt.Sprintf("%s/%s current=%v", ref.Kind, ref.Name, owner != nil && owner.GetUID() == ref.UID))
+		}
+		c := o.DeepCopy()
+		unstructured.RemoveNestedField(c.Object, "metadata")
+		unstructured.RemoveNestedField(c.Object, "status", "debugInfo", "eventsURL") // signed with a fresh iat
+		unstructured.RemoveNestedField(c.Object, "status", "debugInfo", "logsURL")
+		body, _ := json.Marshal(map[string]any{"labels": o.GetLabels(), "annotations": o.GetAnnotations(), "owners": owners, "content": c.Object})
+		out[name] = strings.ReplaceAll(string(body), ns, "NS")
 	}
 	return out
 }

@@ -241,7 +241,7 @@ func TestRestoreCLI_KilledAnywhereThenRerunConverges(t *testing.T) {
 	endOf := func(t *testing.T, tg restoreTarget) state {
 		conn := tg.db.Connect(t)
 		keys := keysOf(t, conn, `SELECT kube_key_name || '/' || kube_key_namespace, (SELECT name || '/' || kube_key_namespace FROM infra_envs WHERE id = '`+node0Infra+`') FROM clusters WHERE id = '`+node0Cluster+`'`)
-		return state{rows: tableSums(t, tg.db.URL, "kube_key_namespace"), files: fileTree(t, tg.dir), objects: endState(t, k, tg.ns, id),
+		return state{rows: tableSums(t, tg.db.URL, "kube_key_namespace"), files: fileTree(t, tg.dir), objects: objectsState(t, k, tg.ns, id),
 			keys: strings.ReplaceAll(keys, tg.ns, "NS")}
 	}
 

@@ -137,7 +137,7 @@ current-context: c
 			if after := secretNames(t, k, ns); !reflect.DeepEqual(after, beforeSecrets) {
 				t.Errorf("Secrets changed: %v -> %v", beforeSecrets, after)
 			}
-			if objs := restoredObjects(t, k.Dynamic(t), ns, id); len(objs) != 0 {
+			if objs := bundleObjects(t, k, ns, id); len(objs) != 0 {
 				t.Errorf("objects created: %v", keys(objs))
 			}
 		})

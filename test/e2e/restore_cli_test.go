@@ -144,7 +144,7 @@ func TestRestoreCLI_ExportedBundleIntoCluster0(t *testing.T) {
 			last = step
 		}
 	}
-	objs := restoredObjects(t, k.Dynamic(t), ns, id)
+	objs := bundleObjects(t, k, ns, id)
 	cd, ie := objs["ClusterDeployment/single-node"], objs["InfraEnv/myinfraenv"]
 	agent, aci := objs["Agent/"+agentID], objs["AgentClusterInstall/test-agent-cluster-install"]
 	if cd == nil || ie == nil || agent == nil || aci == nil {
