@@ -207,7 +207,7 @@ func (o *RestoreOptions) Complete(env *Env, cmd *cobra.Command) error {
 		return clierr.New(fmt.Errorf("cluster 0's kubeconfig: %w", cfgErr), "Pass --kubeconfig (and --context), or run inside cluster 0.", clierr.ExitUsage)
 	}
 	if restoreNeedsCluster {
-		ro.Config = cfg
+		ro.Config = withRestoreRate(cfg)
 	}
 	if !o.SkipDatabase {
 		if ro.TargetDB, err = o.targetDB(cmd, cfg, ns); err != nil {
@@ -216,6 +216,17 @@ func (o *RestoreOptions) Complete(env *Env, cmd *cobra.Command) error {
 	}
 	o.opts = ro
 	return nil
+}
+
+// withRestoreRate lifts client-go's default client-side limit (5 requests a
+// second), which would make a restore of a few dozen objects wait seconds
+// between writes; the API server's own priority and fairness still applies.
+func withRestoreRate(cfg *rest.Config) *rest.Config {
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	return cfg
 }
 
 // targetDB resolves the database flags, or the operator's postgres Secret.
