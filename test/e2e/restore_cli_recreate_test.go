@@ -16,7 +16,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/recreate"
 	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
@@ -70,9 +69,10 @@ func postgresSecret(t *testing.T, k *harness.Kube, ns string, db *harness.Databa
 }
 
 // TestRestoreCLI_RecreateFromRows: a bundle of a node 0 without a Kubernetes
-// API (no resources layer) is restored with CRs re-created from the restored
-// rows: the database named by the operator's postgres Secret, the kube keys
-// written, every object accepted by the real CRDs. `--diff` exits like
+// API (its resources layer holds the install manifests, made by `bundle
+// create --manifests-dir`) is restored with CRs re-created from the manifests
+// and the restored rows: the database named by the operator's postgres
+// Secret, the kube keys written, every object accepted by the real CRDs. `--diff` exits like
 // diff(1): 0 when the CRs agree with the rows, 1 (listing the field) when an
 // install manifest disagrees; the restore then refuses (23) without changing
 // anything, and applies with --accept-drift.
@@ -86,9 +86,15 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 	if err := assisted.InsertScenario(context.Background(), src.Connect(t), s); err != nil {
 		t.Fatal(err)
 	}
+	// Node 0 without an API: `bundle create` stores its install manifests as
+	// the resources layer; the restore re-creates the CRs from them and the rows.
 	ref := "oci:" + filepath.Join(t.TempDir(), "layout") + ":v1"
-	digest := makeBundle(t, ref, bundleRegistryNone, recipient, bundle.CreateOptions{
-		Database: pgDumpSource{src.URL}, Files: &bundle.FilesOptions{Dir: assistedData(t, plantedKubeadmin)}})
+	created := p.Run(t, "bundle", "create", "--to", ref, "--db", src.URL, "--data-dir", assistedData(t, plantedKubeadmin),
+		"--manifests-dir", writeManifests(t, s, nil), "--recipient", recipient, "-o", "json")
+	if created.ExitCode != 0 {
+		t.Fatalf("bundle create: exit %d\n%s", created.ExitCode, created.Combined())
+	}
+	digest := parseCreate(t, created.Stdout).Digest
 
 	t.Run("diff without drift", func(t *testing.T) {
 		scratch := emptyDatabase(t)
@@ -105,7 +111,8 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 	target := emptyDatabase(t)
 	postgresSecret(t, k, ns, target)
 	kubeconfig := k.KubeconfigFor(t, harness.AdminUser, ns)
-	r := p.Run(t, "restore", ref, "--identity", identity, "--data-dir", filepath.Join(t.TempDir(), "data"), "--kubeconfig", kubeconfig, "-n", ns, "-o", "json")
+	r := p.Run(t, "restore", ref, "--identity", identity, "--data-dir", filepath.Join(t.TempDir(), "data"), "--kubeconfig", kubeconfig, "-n", ns,
+		"--namespace-mapping", "cluster0="+ns, "-o", "json")
 	if r.ExitCode != 0 {
 		t.Fatalf("restore: exit %d\n%s", r.ExitCode, r.Combined())
 	}
@@ -116,8 +123,9 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 	// The rows carry the kube keys of the objects that now exist.
 	conn := target.Connect(t)
 	var cdName, cdNS string
-	if err := conn.QueryRow(context.Background(), `SELECT kube_key_name, kube_key_namespace FROM clusters`).Scan(&cdName, &cdNS); err != nil || cdNS != ns {
-		t.Fatalf("cluster kube key %s/%s (%v), want namespace %s", cdNS, cdName, err, ns)
+	wantCD := one(s.Objects, "ClusterDeployment").GetName() // the bundled manifest's name
+	if err := conn.QueryRow(context.Background(), `SELECT kube_key_name, kube_key_namespace FROM clusters`).Scan(&cdName, &cdNS); err != nil || cdNS != ns || cdName != wantCD {
+		t.Fatalf("cluster kube key %s/%s (%v), want %s/%s", cdNS, cdName, err, ns, wantCD)
 	}
 	dyn := k.Dynamic(t)
 	if _, err := dyn.Resource(gvrs["ClusterDeployment"]).Namespace(ns).Get(context.Background(), cdName, metav1.GetOptions{}); err != nil {
