@@ -72,11 +72,11 @@ func (r *runner) beforeCommit(ctx context.Context, tx pgx.Tx, dry bool, started 
 		return err
 	}
 	switch {
-	case r.recreate:
+	case r.recreate && !r.o.SkipResources:
 		if err := r.recreateResources(ctx, tx, tx); err != nil {
 			return err
 		}
-	case !r.o.SkipResources:
+	case r.writeKeys:
 		kk, err := kubekeys.Write(ctx, tx, r.targets)
 		if err != nil {
 			var me *kubekeys.MismatchError
@@ -156,14 +156,23 @@ func (r *runner) recreateResources(ctx context.Context, q recreate.Querier, tx p
 }
 
 // recreateFromTarget rebuilds the objects from the database an earlier run
-// restored (its rows carry their kube keys already).
+// restored and (again, idempotently) writes their kube keys: that run may have
+// skipped the resources.
 func (r *runner) recreateFromTarget(ctx context.Context) error {
 	conn, err := pgx.Connect(ctx, r.o.TargetDB)
 	if err != nil {
 		return fmt.Errorf("connect to the target database: %w", err)
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
-	return r.recreateResources(ctx, conn, nil)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("target database: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if err := r.recreateResources(ctx, tx, tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // writeRecreatedKeys sets the kube keys of the rows the objects were built from.

@@ -166,7 +166,8 @@ func (o *Options) dryRun() bool {
 // fingerprint identifies what decides the end state, so a rerun with other
 // such options does not resume this journal (journal.FingerprintMismatchError).
 // Policies that only decide whether to stop (existing, accept-drift, replace)
-// are left out: a rerun may relax them.
+// are left out: a rerun may relax them. So is SkipResources: a restore of the
+// database and files may be followed by one that adds the resources.
 func (o *Options) fingerprint(recreate bool) string {
 	type dbID struct{ Host, Port, Name string }
 	var db *dbID
@@ -186,7 +187,7 @@ func (o *Options) fingerprint(recreate bool) string {
 	sort.Strings(mapping)
 	b, _ := json.Marshal(map[string]any{
 		"db": db, "dataDir": dataDir, "namespace": o.Namespace, "mapping": mapping, "serviceURL": o.ServiceURL,
-		"clusterZero": o.ClusterZero, "skipResources": o.SkipResources, "recreate": recreate,
+		"clusterZero": o.ClusterZero, "recreate": recreate,
 		"skipDatabase": o.SkipDatabase, "skipFiles": o.SkipFiles,
 	})
 	sum := sha256.Sum256(b)

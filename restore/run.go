@@ -39,6 +39,7 @@ type runner struct {
 	recreateNS string
 	plan       *resources.Plan
 	targets    kubekeys.Targets
+	writeKeys  bool // targets go into the rows in the database transaction
 
 	cs     kubernetes.Interface
 	client resources.Client
@@ -152,16 +153,30 @@ func (r *runner) verifyBundle(ctx context.Context) error {
 // prepareResources decides between the bundle's CRs and re-created ones and
 // plans the former (planning needs no cluster).
 func (r *runner) prepareResources(ctx context.Context) error {
-	if r.o.SkipResources {
-		r.res.ResourcesFrom = ResourcesSkipped
-		return nil
-	}
 	_, hasLayer := r.b.Layer(bundle.LayerResources)
 	meta := r.b.Metadata.Resources
 	fromManifests := hasLayer && meta != nil && meta.From == "manifests"
 	r.recreate = r.o.RecreateResources || r.o.Diff || !hasLayer || fromManifests
 	if r.o.Diff && hasLayer && !fromManifests && !r.o.RecreateResources {
 		r.warn("the bundle holds exported resources; the drift check compares re-created ones")
+	}
+	if r.o.SkipResources {
+		r.res.ResourcesFrom = ResourcesSkipped
+		if r.recreate || r.o.SkipDatabase {
+			return nil
+		}
+		// The exported CRs are not applied now, but their kube keys still go
+		// into the rows: whoever applies the CRs later needs them there first.
+		objs, err := r.b.Resources(ctx)
+		if err != nil {
+			return fmt.Errorf("read the resources layer: %w", err)
+		}
+		mapNS := resources.Options{NamespaceMapping: r.o.NamespaceMapping}.MapNamespace
+		if r.targets, err = kubekeys.FromObjects(objs, mapNS); err != nil {
+			return fmt.Errorf("kube keys: %w; nothing was changed", err)
+		}
+		r.writeKeys = true
+		return nil
 	}
 	if !r.recreate {
 		r.res.ResourcesFrom = ResourcesFromBundle
@@ -176,6 +191,7 @@ func (r *runner) prepareResources(ctx context.Context) error {
 		if r.targets, err = kubekeys.FromObjects(objs, r.plan.Options().MapNamespace); err != nil {
 			return fmt.Errorf("kube keys: %w; nothing was changed", err)
 		}
+		r.writeKeys = true
 		return nil
 	}
 	r.res.ResourcesFrom = ResourcesFromRecreated

@@ -143,3 +143,48 @@ current-context: c
 		})
 	}
 }
+
+// TestRestoreCLI_SkipResourcesThenResources: a restore of the database and
+// files alone already writes the exported CRs' kube keys (whoever applies the
+// CRs needs them first); the same restore run again without --skip-resources
+// resumes its journal and only applies the resources.
+func TestRestoreCLI_SkipResourcesThenResources(t *testing.T) {
+	k := harness.SharedKube(t)
+	p := harness.NewPlugin(t)
+	ns := k.Namespace(t)
+	id := ns
+	identity, recipient := ageKey(t)
+	ref := "oci:" + filepath.Join(t.TempDir(), "layout") + ":v1"
+	makeBundle(t, ref, bundleRegistryNone, recipient, bundle.CreateOptions{
+		Database: pgDumpSource{node0Database(t, assisted.Scale{Clusters: 1, Hosts: 2, Events: 10, InventoryBytes: 200}).URL},
+		Files:    &bundle.FilesOptions{Dir: assistedData(t, plantedKubeadmin)}, Resources: exportedObjects(node0Export(t, id))})
+	db := emptyDatabase(t)
+	args := []string{"restore", ref, "--identity", identity, "--db", db.URL, "--data-dir", filepath.Join(t.TempDir(), "data"),
+		"--kubeconfig", k.KubeconfigFor(t, harness.AdminUser, ns), "-n", ns, "--namespace-mapping", "spoke-cluster=" + ns + ",demo=" + ns + ",agents=" + ns, "-o", "json"}
+
+	r := p.Run(t, append(args, "--skip-resources")...)
+	if r.ExitCode != 0 {
+		t.Fatalf("--skip-resources: exit %d\n%s", r.ExitCode, r.Combined())
+	}
+	if res := parseRestore(t, r); phaseNames(res) != "database,files,auth" || res.ResourcesFrom != "skipped" {
+		t.Fatalf("phases %s, resources %s", phaseNames(res), res.ResourcesFrom)
+	}
+	if got := keysOf(t, db.Connect(t), `SELECT kube_key_name, kube_key_namespace FROM clusters WHERE id = '`+node0Cluster+`'`); got != "single-node|"+ns {
+		t.Errorf("kube key after --skip-resources: %s", got)
+	}
+	if objs := bundleObjects(t, k, ns, id); len(objs) != 0 {
+		t.Fatalf("--skip-resources created %v", keys(objs))
+	}
+
+	r = p.Run(t, args...)
+	if r.ExitCode != 0 {
+		t.Fatalf("then with resources: exit %d\n%s", r.ExitCode, r.Combined())
+	}
+	res := parseRestore(t, r)
+	if phaseNames(res) != "database(earlier),files(earlier),auth(earlier),resources" || !res.Resumed || res.Resources.Counts["created"] != 10 {
+		t.Fatalf("phases %s, resumed %v, resources %+v", phaseNames(res), res.Resumed, res.Resources)
+	}
+	if res.Receipt == nil || strings.Join(res.Receipt.Phases, ",") != "database,files,auth,resources" {
+		t.Errorf("receipt %+v", res.Receipt)
+	}
+}
