@@ -29,31 +29,42 @@ import (
 )
 
 // killerWebhook is a validating admission webhook that holds the first request
-// matching its armed trigger until the test has SIGKILLed the restore, then
-// denies it: the restore dies at exactly that point, before that write.
+// matching an armed trigger until the test has SIGKILLed the restore, then
+// denies it: the restore dies at exactly that point, before that write. Each
+// subtest arms its own trigger (keyed by its namespace), so they run in parallel.
 type killerWebhook struct {
-	mu       sync.Mutex
-	trigger  func(req *admissionv1.AdmissionRequest, obj *unstructured.Unstructured) bool
+	mu    sync.Mutex
+	armed map[string]*killTrigger
+}
+
+type killTrigger struct {
+	match    func(req *admissionv1.AdmissionRequest, obj *unstructured.Unstructured) bool
 	hit      chan string
 	release  chan struct{}
 	released bool
+	fired    bool
 }
 
-// arm sets the trigger and returns the channel that reports when it fired.
-func (w *killerWebhook) arm(trigger func(*admissionv1.AdmissionRequest, *unstructured.Unstructured) bool) <-chan string {
+// arm sets the trigger of key and returns the channel that reports when it fired.
+func (w *killerWebhook) arm(key string, match func(*admissionv1.AdmissionRequest, *unstructured.Unstructured) bool) <-chan string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.trigger, w.hit, w.release, w.released = trigger, make(chan string, 1), make(chan struct{}), false
-	return w.hit
+	if w.armed == nil {
+		w.armed = map[string]*killTrigger{}
+	}
+	k := &killTrigger{match: match, hit: make(chan string, 1), release: make(chan struct{})}
+	w.armed[key] = k
+	return k.hit
 }
 
-// releaseHeld lets a held request go (denied).
-func (w *killerWebhook) releaseHeld() {
+// releaseHeld lets key's held request go (denied); released early, the
+// trigger denies at once when it fires. A trigger fires once.
+func (w *killerWebhook) releaseHeld(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.release != nil && !w.released {
-		close(w.release)
-		w.released = true
+	if k := w.armed[key]; k != nil && !k.released {
+		close(k.release)
+		k.released = true
 	}
 }
 
@@ -67,17 +78,19 @@ func (w *killerWebhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	obj := &unstructured.Unstructured{}
 	_ = json.Unmarshal(req.Object.Raw, &obj.Object)
+	var fired *killTrigger
 	w.mu.Lock()
-	trigger, hit, release := w.trigger, w.hit, w.release
-	fire := trigger != nil && trigger(req, obj)
-	if fire {
-		w.trigger = nil
+	for _, k := range w.armed {
+		if !k.fired && k.match(req, obj) {
+			k.fired, fired = true, k
+			break
+		}
 	}
 	w.mu.Unlock()
-	if fire {
-		hit <- fmt.Sprintf("%s %s %s/%s", req.Operation, obj.GetKind(), obj.GetNamespace(), obj.GetName())
+	if fired != nil {
+		fired.hit <- fmt.Sprintf("%s %s %s/%s", req.Operation, obj.GetKind(), obj.GetNamespace(), obj.GetName())
 		select {
-		case <-release:
+		case <-fired.release:
 		case <-time.After(25 * time.Second):
 		}
 		resp.Allowed = false
@@ -146,10 +159,10 @@ func startKillerWebhook(t *testing.T, k *harness.Kube, id string) *killerWebhook
 	labelNamespace(t, k, probeNS, id)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		w.arm(func(_ *admissionv1.AdmissionRequest, o *unstructured.Unstructured) bool {
+		w.arm("probe", func(_ *admissionv1.AdmissionRequest, o *unstructured.Unstructured) bool {
 			return o.GetName() == "probe"
 		})
-		w.releaseHeld()
+		w.releaseHeld("probe")
 		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{"kubectl-assisted.io/role": "restore-journal"}}}
 		_, err := cs.CoreV1().ConfigMaps(probeNS).Create(ctx, probe, metav1.CreateOptions{})
 		if err != nil && strings.Contains(err.Error(), "kat-kill") {
@@ -161,9 +174,6 @@ func startKillerWebhook(t *testing.T, k *harness.Kube, id string) *killerWebhook
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	w.mu.Lock()
-	w.trigger = nil
-	w.mu.Unlock()
 	return w
 }
 
@@ -196,6 +206,7 @@ func journalUpdate(ns, phase, state string) func(*admissionv1.AdmissionRequest, 
 
 // restoreTarget is one cluster 0: a namespace, a database and a data directory.
 type restoreTarget struct {
+	t                   *testing.T
 	ns, dir, kubeconfig string
 	db                  *harness.Database
 	plugin              *harness.Plugin
@@ -230,7 +241,7 @@ func TestRestoreCLI_KilledAnywhereThenRerunConverges(t *testing.T) {
 		}
 		// --db-from-env, as the in-cluster Job runs it.
 		pp.Env = []string{"DB_HOST=" + cfg.Host, fmt.Sprintf("DB_PORT=%d", cfg.Port), "DB_USER=" + cfg.User, "DB_PASS=" + plantedDBPassword, "DB_NAME=" + cfg.Database}
-		return restoreTarget{ns: ns, dir: filepath.Join(t.TempDir(), "data"), kubeconfig: k.KubeconfigFor(t, harness.AdminUser, ns), db: db, plugin: &pp}
+		return restoreTarget{t: t, ns: ns, dir: filepath.Join(t.TempDir(), "data"), kubeconfig: k.KubeconfigFor(t, harness.AdminUser, ns), db: db, plugin: &pp}
 	}
 	args := func(tg restoreTarget) []string {
 		return []string{"restore", ref, "--identity", identity, "--db-from-env", "--data-dir", tg.dir, "--kubeconfig", tg.kubeconfig, "-n", tg.ns,
@@ -256,11 +267,9 @@ func TestRestoreCLI_KilledAnywhereThenRerunConverges(t *testing.T) {
 		t.Fatalf("reference restore: %d objects, keys %s", len(want.objects), want.keys)
 	}
 
-	admin, err := pgx.Connect(context.Background(), src.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
+	// Each watcher of pg_stat_activity has a connection of its own: the
+	// subtests run in parallel.
+	admin := func(t *testing.T) *pgx.Conn { return src.Connect(t) }
 
 	creates := func(ns string, n int) func(*admissionv1.AdmissionRequest, *unstructured.Unstructured) bool {
 		seen := 0
@@ -282,10 +291,11 @@ func TestRestoreCLI_KilledAnywhereThenRerunConverges(t *testing.T) {
 	}{
 		{"while COPY loads a table", func(tg restoreTarget) <-chan string {
 			hit := make(chan string, 1)
+			conn := admin(tg.t)
 			go func() {
 				for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 					var q string
-					err := admin.QueryRow(context.Background(), `SELECT query FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND query ILIKE 'COPY %FROM STDIN%' LIMIT 1`, tg.db.Name).Scan(&q)
+					err := conn.QueryRow(context.Background(), `SELECT query FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND query ILIKE 'COPY %FROM STDIN%' LIMIT 1`, tg.db.Name).Scan(&q)
 					if err == nil {
 						hit <- q
 						return
@@ -294,40 +304,41 @@ func TestRestoreCLI_KilledAnywhereThenRerunConverges(t *testing.T) {
 			}()
 			return hit
 		}, func(t *testing.T, tg restoreTarget) {
-			waitIdle(t, admin, tg.db.Name)
+			waitIdle(t, admin(t), tg.db.Name)
 			if n := userTables(t, tg.db.URL); n != 0 || len(journalConfigMaps(t, k, tg.ns)) != 0 {
 				t.Fatalf("killed mid-load: %d tables, journal %v; want nothing", n, journalConfigMaps(t, k, tg.ns))
 			}
 		}},
 		{"before commit, creating the journal", func(tg restoreTarget) <-chan string {
-			return hook.arm(func(req *admissionv1.AdmissionRequest, o *unstructured.Unstructured) bool {
+			return hook.arm(tg.ns, func(req *admissionv1.AdmissionRequest, o *unstructured.Unstructured) bool {
 				return req.Operation == admissionv1.Create && o.GetKind() == "ConfigMap" && o.GetNamespace() == tg.ns
 			})
 		}, func(t *testing.T, tg restoreTarget) {
-			waitIdle(t, admin, tg.db.Name)
+			waitIdle(t, admin(t), tg.db.Name)
 			if n := userTables(t, tg.db.URL); n != 0 || len(journalConfigMaps(t, k, tg.ns)) != 0 {
 				t.Fatalf("killed before commit: %d tables, journal %v; want nothing", n, journalConfigMaps(t, k, tg.ns))
 			}
 		}},
 		{"after commit, before the database phase is recorded", func(tg restoreTarget) <-chan string {
-			return hook.arm(journalUpdate(tg.ns, "database", "done"))
+			return hook.arm(tg.ns, journalUpdate(tg.ns, "database", "done"))
 		}, func(t *testing.T, tg restoreTarget) {
 			if userTables(t, tg.db.URL) == 0 {
 				t.Fatal("the database was not committed")
 			}
 		}},
 		{"files in place, not recorded", func(tg restoreTarget) <-chan string {
-			return hook.arm(journalUpdate(tg.ns, "files", "done"))
+			return hook.arm(tg.ns, journalUpdate(tg.ns, "files", "done"))
 		}, nil},
 		{"after the fourth object", func(tg restoreTarget) <-chan string {
-			return hook.arm(creates(tg.ns, 5))
+			return hook.arm(tg.ns, creates(tg.ns, 5))
 		}, nil},
 		{"resources applied, no receipt", func(tg restoreTarget) <-chan string {
-			return hook.arm(journalUpdate(tg.ns, "resources", "done"))
+			return hook.arm(tg.ns, journalUpdate(tg.ns, "resources", "done"))
 		}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			tg := newTarget(t)
 			hit := tt.arm(tg)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -344,7 +355,7 @@ func TestRestoreCLI_KilledAnywhereThenRerunConverges(t *testing.T) {
 			case what := <-hit:
 				_ = cmd.Process.Kill()
 				err := <-exited
-				hook.releaseHeld()
+				hook.releaseHeld(tg.ns)
 				if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != -1 {
 					t.Fatalf("the restore was not killed at %q: %v\n%s", what, err, out.String())
 				}

@@ -90,6 +90,7 @@ current-context: c
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			ns := k.Namespace(t)
 			db := emptyDatabase(t)
 			dataDir := filepath.Join(t.TempDir(), "data")
