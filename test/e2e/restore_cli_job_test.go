@@ -17,8 +17,8 @@ import (
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
-	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/job"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
 	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
 )
@@ -69,7 +69,9 @@ func TestRestoreCLI_AsTheRestoreJob(t *testing.T) {
 			t.Cleanup(func() { _ = cs.RbacV1().ClusterRoles().Delete(context.Background(), v.Name, metav1.DeleteOptions{}) })
 		case *rbacv1.ClusterRoleBinding:
 			_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, v, metav1.CreateOptions{})
-			t.Cleanup(func() { _ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), v.Name, metav1.DeleteOptions{}) })
+			t.Cleanup(func() {
+				_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), v.Name, metav1.DeleteOptions{})
+			})
 		case *batchv1.Job:
 			container = v.Spec.Template.Spec.Containers[0]
 		}
