@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/recreate"
 	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
@@ -142,6 +143,34 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 	if strings.Contains(r.Combined(), plantedDBPassword) || strings.Contains(r.Combined(), assisted.ScenarioPullSecret) {
 		t.Error("a secret leaked into the output")
 	}
+
+	t.Run("no resources layer: re-created automatically, dry run", func(t *testing.T) {
+		bare := "oci:" + filepath.Join(t.TempDir(), "layout") + ":bare"
+		makeBundle(t, bare, bundleRegistryNone, recipient, bundle.CreateOptions{Database: pgDumpSource{src.URL}, Files: &bundle.FilesOptions{Dir: assistedData(t, plantedKubeadmin)}})
+		ns := k.Namespace(t)
+		db := emptyDatabase(t)
+		dataDir := filepath.Join(t.TempDir(), "data")
+		r := p.Run(t, "restore", bare, "--identity", identity, "--db", db.URL, "--data-dir", dataDir, "--dry-run=server",
+			"--kubeconfig", k.KubeconfigFor(t, harness.AdminUser, ns), "-n", ns, "-o", "json")
+		if r.ExitCode != 0 {
+			t.Fatalf("dry run: exit %d\n%s", r.ExitCode, r.Combined())
+		}
+		res := parseRestore(t, r)
+		if res.ResourcesFrom != "recreated" || res.Database == nil || !res.Database.RolledBack || res.Resources == nil ||
+			res.Resources.Counts["created"] < 5 || res.Resources.Counts["failed"] != 0 || len(res.Phases) != 0 {
+			t.Fatalf("dry run result: %s", r.Stdout)
+		}
+		if n := userTables(t, db.URL); n != 0 || len(journalConfigMaps(t, k, ns)) != 0 || len(secretNames(t, k, ns)) != 0 {
+			t.Fatalf("the dry run wrote: %d tables, journal %v, secrets %v", n, journalConfigMaps(t, k, ns), secretNames(t, k, ns))
+		}
+		if _, err := os.Stat(dataDir); err == nil {
+			t.Error("the dry run created the data directory")
+		}
+		cds, err := k.Dynamic(t).Resource(gvrs["ClusterDeployment"]).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil || len(cds.Items) != 0 {
+			t.Errorf("the server dry run persisted ClusterDeployments: %v %v", err, cds)
+		}
+	})
 
 	// An install manifest that disagrees with the rows.
 	drifted := writeManifests(t, s, func(o *unstructured.Unstructured) {
