@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -142,6 +143,10 @@ func (r *runner) verifyBundle(ctx context.Context) error {
 		return fmt.Errorf("verify bundle %s: %w; nothing was changed", r.res.Reference, err)
 	}
 	for _, l := range rep.Layers {
+		if layer, _ := r.b.Layer(l.Kind); !layer.Known {
+			r.warn("the bundle's %s layer is of a newer format minor version: verified, not restored", l.Kind)
+			continue
+		}
 		if !l.Decoded {
 			return &bundle.DecryptError{Layer: l.Kind, Err: bundle.ErrNoIdentity}
 		}
@@ -250,6 +255,10 @@ func (r *runner) connect(context.Context) error {
 		return fmt.Errorf("cluster 0: %w", err)
 	}
 	if _, err := disc.ServerVersion(); err != nil {
+		var status apierrors.APIStatus
+		if errors.As(err, &status) {
+			return fmt.Errorf("cluster 0 answered but refused the restore: %w; nothing was changed", err)
+		}
 		return &resources.UnreachableError{Err: err}
 	}
 	r.cs, r.client = cs, resources.Client{Dynamic: dyn, Discovery: disc}
