@@ -306,6 +306,16 @@ func (o *MigrateOptions) restoreJob(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The Job's PostgreSQL sidecar initialises the database with the postgres
+	// Secret's credentials, which the operator then adopts: it must exist first
+	// (an existing one wins).
+	creds, err := auth.DefaultPostgresCredentials()
+	if err != nil {
+		return "", err
+	}
+	if _, _, err := auth.EnsurePostgresSecret(ctx, o.client, o.Namespace, creds); err != nil {
+		return "", fmt.Errorf("the postgres Secret for the restore Job: %w", err)
+	}
 	if err := applyObjects(ctx, o.config, objs, ""); err != nil {
 		return "", err
 	}

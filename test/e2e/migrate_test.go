@@ -1,0 +1,624 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	neturl "net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
+	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
+	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
+)
+
+// migrateSites is node 0 and cluster 0 on one machine: node 0 has a
+// PostgreSQL database with a compact cluster mid-install, a data dir and the
+// ABI manifests; cluster 0 has kube-apiserver with the CRDs, its own
+// PostgreSQL server (another site), an empty data dir, and the
+// assisted-installer-controller that must follow the service.
+type migrateSites struct {
+	t                   *testing.T
+	scenario            assisted.Scenario
+	clusterID           string
+	node0DB, targetDB   *harness.Database
+	dataDir, targetData string
+	manifests           string
+	registry            *harness.Registry
+	kube                *harness.Kube
+	kubeconfig          string
+	ns, crNS, ctrlNS    string
+	asc, stateDir       string
+	kubeadminPassword   string
+	serviceURL          string
+	plugin              *harness.Plugin
+}
+
+func newMigrateSites(t *testing.T) *migrateSites {
+	t.Helper()
+	s := &migrateSites{t: t, scenario: assisted.Scenarios()[0], serviceURL: "https://assisted-service-mce.apps.compact.example.com",
+		kubeadminPassword: "KubeadminPw-" + fmt.Sprint(time.Now().UnixNano())}
+	if s.scenario.Name != "compact" {
+		t.Fatalf("want the compact scenario first, got %s", s.scenario.Name)
+	}
+	ctx := context.Background()
+
+	// Node 0: the machine's PostgreSQL.
+	s.node0DB = harness.NewDatabase(t)
+	harness.LoadSQLFile(t, s.node0DB.URL, harness.AssistedSchemaPath())
+	conn := s.node0DB.Connect(t)
+	if err := assisted.InsertScenario(ctx, conn, s.scenario); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT id::text FROM clusters`).Scan(&s.clusterID); err != nil {
+		t.Fatalf("scenario cluster: %v", err)
+	}
+	conn.Close(ctx) // node 0's service has stopped: no session may stay open
+	s.dataDir = node0DataDir(t, s.clusterID, s.kubeadminPassword)
+	s.manifests = t.TempDir()
+	for i, o := range s.scenario.Objects {
+		data, err := yaml.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("%02d-%s.yaml", i, strings.ToLower(o.GetKind()))
+		if err := os.WriteFile(filepath.Join(s.manifests, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.registry = harness.StartInProcessRegistry(t)
+
+	// Cluster 0: a private PostgreSQL server, kube-apiserver.
+	pg := harness.StartPostgres(t)
+	s.targetDB = pg.NewDatabase(t)
+	s.targetData = filepath.Join(t.TempDir(), "assisted-data")
+	if err := os.Mkdir(s.targetData, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s.kube = harness.SharedKube(t)
+	s.ns, s.crNS, s.ctrlNS = s.kube.Namespace(t), s.kube.Namespace(t), s.kube.Namespace(t)
+	s.kubeconfig = s.kube.KubeconfigFor(t, harness.AdminUser, s.ns)
+	seedController(t, s.kube, s.ctrlNS)
+	s.asc = filepath.Join(t.TempDir(), "asc.yaml")
+	if err := os.WriteFile(s.asc, []byte(`apiVersion: agent-install.openshift.io/v1beta1
+kind: AgentServiceConfig
+metadata:
+  name: agent
+spec:
+  databaseStorage:
+    accessModes: [ReadWriteOnce]
+    resources: {requests: {storage: 10Gi}}
+  filesystemStorage:
+    accessModes: [ReadWriteOnce]
+    resources: {requests: {storage: 100Gi}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The AgentServiceConfig is cluster-scoped and named "agent": tests that
+	// create one must not overlap.
+	deleteASC(t, s.kube)
+	t.Cleanup(func() { deleteASC(t, s.kube) })
+	s.stateDir = t.TempDir()
+	s.plugin = harness.NewPlugin(t)
+	return s
+}
+
+func deleteASC(t *testing.T, k *harness.Kube) {
+	gvr := schema.GroupVersionResource{Group: "agent-install.openshift.io", Version: "v1beta1", Resource: "agentserviceconfigs"}
+	_ = k.Dynamic(t).Resource(gvr).Delete(context.Background(), "agent", metav1.DeleteOptions{})
+}
+
+// node0DataDir is assisted-service's /data for one cluster: credentials, logs,
+// a user manifest with its origin xattr, and a cache that is left out.
+func node0DataDir(t *testing.T, clusterID, kubeadmin string) string {
+	t.Helper()
+	d := assistedData(t, kubeadmin)
+	// assistedData names its cluster directory bundleClusterID; make it this
+	// cluster's.
+	if err := os.Rename(filepath.Join(d, bundleClusterID), filepath.Join(d, clusterID)); err != nil {
+		t.Fatal(err)
+	}
+	logs := filepath.Join(d, clusterID, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if err := os.WriteFile(filepath.Join(logs, fmt.Sprintf("master-%d.tar.gz", i)), []byte(strings.Repeat(fmt.Sprintf("log line %d\n", i), 5000)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// seedController is the assisted-installer-controller as cluster 0 runs it
+// while it finishes installing: its ConfigMap, Secret and pod.
+func seedController(t *testing.T, k *harness.Kube, ns string) {
+	t.Helper()
+	cs := k.Clientset(t)
+	ctx := context.Background()
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	must(cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "assisted-installer-controller-config"},
+		Data: map[string]string{"inventory-url": "http://192.168.111.80:8090", "cluster-id": "x"}}, metav1.CreateOptions{}))
+	must(cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "assisted-installer-controller-secret"},
+		Data: map[string][]byte{"pull-secret-token": []byte("node0-token")}}, metav1.CreateOptions{}))
+	must(cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}))
+	must(cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "assisted-installer-controller-x1",
+		Labels: map[string]string{"app": "assisted-installer-controller"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/controller:1"}}}}, metav1.CreateOptions{}))
+}
+
+func (s *migrateSites) ref() string { return s.registry.Ref("assisted/node0", "v1") }
+
+func (s *migrateSites) args(extra ...string) []string {
+	return append([]string{"migrate", "--to", s.ref(), "--plain-http",
+		"--db", s.node0DB.URL, "--data-dir", s.dataDir, "--manifests-dir", s.manifests,
+		"--target-kubeconfig", s.kubeconfig, "-n", s.ns,
+		"--target-db", s.targetDB.URL, "--target-data-dir", s.targetData,
+		"--namespace-mapping", "cluster0=" + s.crNS,
+		"--agent-service-config", s.asc,
+		"--service-url", s.serviceURL, "--controller-namespace", s.ctrlNS,
+		"--state-dir", s.stateDir, "--no-progress"}, extra...)
+}
+
+type migrateResult struct {
+	Kind        string `json:"kind"`
+	Digest      string `json:"digest"`
+	RestoreMode string `json:"restoreMode"`
+	ServiceURL  string `json:"serviceURL"`
+	Steps       []struct {
+		Name, State string
+		Ran         bool
+	} `json:"steps"`
+}
+
+func parseMigrate(t *testing.T, out string) migrateResult {
+	t.Helper()
+	var r migrateResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Kind != "MigrateResult" || !strings.HasPrefix(r.Digest, "sha256:") {
+		t.Fatalf("migrate -o json: %v\n%s", err, out)
+	}
+	return r
+}
+
+// tableDigests is, per table of the assisted schema, a digest of its rows as
+// JSON, without the kube-key columns the restore writes on purpose.
+func tableDigests(t *testing.T, url string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, tb := range tables {
+		drop := "ARRAY['kube_key_name','kube_key_namespace']"
+		if tb == "infra_envs" {
+			drop = "ARRAY['kube_key_name','kube_key_namespace','name']"
+		}
+		var d string
+		q := fmt.Sprintf(`SELECT count(*)::text || ':' || coalesce(md5(string_agg(j, E'\n' ORDER BY j)), '') FROM (SELECT (to_jsonb(x) - %s)::text AS j FROM %s x) s`, drop, pgx.Identifier{tb}.Sanitize())
+		if err := conn.QueryRow(ctx, q).Scan(&d); err != nil {
+			t.Fatalf("%s: %v", tb, err)
+		}
+		out[tb] = d
+	}
+	return out
+}
+
+// treeOf describes a directory: path -> mode, size, content digest, origin xattr.
+func treeOf(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == "." {
+			return nil
+		}
+		desc := fmt.Sprintf("%v", fi.Mode())
+		if fi.Mode().IsRegular() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			desc += fmt.Sprintf(" %d %x %d", fi.Size(), sha256Sum(data), fi.ModTime().Unix())
+			buf := make([]byte, 256)
+			if n, err := syscall.Getxattr(p, "user.assisted-installer-manifest-source", buf); err == nil {
+				desc += " xattr=" + string(buf[:n])
+			}
+		}
+		out[rel] = desc
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkMigrated asserts cluster 0's end state after a complete migration.
+func (s *migrateSites) checkMigrated(t *testing.T, digest string) {
+	t.Helper()
+	ctx := context.Background()
+	want, got := tableDigests(t, s.node0DB.URL), tableDigests(t, s.targetDB.URL)
+	for tb, w := range want {
+		if tb == "release_images" {
+			continue // a cache: definition only, by default
+		}
+		if got[tb] != w {
+			t.Errorf("table %s differs on cluster 0: node 0 %s, cluster 0 %s", tb, w, got[tb])
+		}
+	}
+	src, dst := treeOf(t, s.dataDir), treeOf(t, s.targetData)
+	for p, w := range src {
+		if strings.HasPrefix(p, "installercache") {
+			if _, ok := dst[p]; ok {
+				t.Errorf("%s is a cache and must not be restored", p)
+			}
+			continue
+		}
+		if dst[p] != w {
+			t.Errorf("file %s: node 0 %q, cluster 0 %q", p, w, dst[p])
+		}
+	}
+	for p := range dst {
+		if _, ok := src[p]; !ok {
+			t.Errorf("file %s on cluster 0 was never on node 0", p)
+		}
+	}
+	// No staging directory or half-written file is left beside the data dir.
+	if entries, err := os.ReadDir(filepath.Dir(s.targetData)); err != nil || len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("beside the data dir: %v (%v), want only %s", names, err, filepath.Base(s.targetData))
+	}
+
+	dyn := s.kube.Dynamic(t)
+	cd, err := dyn.Resource(schema.GroupVersionResource{Group: "hive.openshift.io", Version: "v1", Resource: "clusterdeployments"}).
+		Namespace(s.crNS).Get(ctx, "compact", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("ClusterDeployment on cluster 0: %v", err)
+	}
+	if keep, _, _ := unstructuredBool(cd.Object, "spec", "preserveOnDelete"); !keep {
+		t.Errorf("cluster 0's ClusterDeployment lacks preserveOnDelete")
+	}
+	agents, err := dyn.Resource(schema.GroupVersionResource{Group: "agent-install.openshift.io", Version: "v1beta1", Resource: "agents"}).
+		Namespace(s.crNS).List(ctx, metav1.ListOptions{})
+	if err != nil || len(agents.Items) != len(s.scenario.Hosts) {
+		t.Fatalf("agents on cluster 0: %v, %d (want %d)", err, len(agents.Items), len(s.scenario.Hosts))
+	}
+	var keyName, keyNS string
+	if err := s.targetDB.Connect(t).QueryRow(ctx, `SELECT kube_key_name, kube_key_namespace FROM clusters WHERE id = $1`, s.clusterID).Scan(&keyName, &keyNS); err != nil || keyName != "compact" || keyNS != s.crNS {
+		t.Errorf("kube key of the cluster row: %q/%q (%v), want compact/%s", keyNS, keyName, err, s.crNS)
+	}
+
+	// The receipt names exactly the pushed digest.
+	if r := s.plugin.Run(t, "wait-for", "restore-complete", "--kubeconfig", s.kubeconfig, "-n", s.ns, "--bundle", digest, "--timeout", "10s"); r.ExitCode != 0 {
+		t.Fatalf("wait-for the pushed digest:\n%s", r.Combined())
+	}
+	wrong := "sha256:" + strings.Repeat("0", 64)
+	if r := s.plugin.Run(t, "wait-for", "restore-complete", "--kubeconfig", s.kubeconfig, "-n", s.ns, "--bundle", wrong, "--timeout", "3s"); r.ExitCode == 0 {
+		t.Fatalf("wait-for exited 0 for a digest never restored")
+	}
+
+	// The AgentServiceConfig exists only now, marked with the bundle.
+	asc, err := dyn.Resource(schema.GroupVersionResource{Group: "agent-install.openshift.io", Version: "v1beta1", Resource: "agentserviceconfigs"}).
+		Get(ctx, "agent", metav1.GetOptions{})
+	if err != nil || asc.GetAnnotations()["kubectl-assisted.io/bundle-digest"] != digest {
+		t.Fatalf("AgentServiceConfig after the receipt: %v %v", err, asc)
+	}
+
+	// The controller follows the service, with a token cluster 0's key signed.
+	cs := s.kube.Clientset(t)
+	cm, _ := cs.CoreV1().ConfigMaps(s.ctrlNS).Get(ctx, "assisted-installer-controller-config", metav1.GetOptions{})
+	if cm.Data["inventory-url"] != s.serviceURL {
+		t.Errorf("controller inventory-url = %q", cm.Data["inventory-url"])
+	}
+	sec, _ := cs.CoreV1().Secrets(s.ctrlNS).Get(ctx, "assisted-installer-controller-secret", metav1.GetOptions{})
+	local, err := cs.CoreV1().Secrets(s.ns).Get(ctx, "assisted-servicelocal-auth", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("local auth Secret: %v", err)
+	}
+	claims, err := auth.VerifyToken(local.Data["ec-public-key.pem"], string(sec.Data["pull-secret-token"]), time.Now())
+	if err != nil || claims["cluster_id"] != s.clusterID {
+		t.Errorf("controller token: claims %v, %v; want cluster_id %s", claims, err, s.clusterID)
+	}
+	if _, err := cs.CoreV1().Pods(s.ctrlNS).Get(ctx, "assisted-installer-controller-x1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("controller pod not restarted: %v", err)
+	}
+}
+
+func unstructuredBool(obj map[string]any, fields ...string) (bool, bool, error) {
+	var cur any = obj
+	for _, f := range fields {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return false, false, nil
+		}
+		cur = m[f]
+	}
+	b, ok := cur.(bool)
+	return b, ok, nil
+}
+
+// TestMigrate_TwoSites runs one migrate from node 0 to cluster 0 and checks
+// everything moved: database, files, CRs, receipt, AgentServiceConfig,
+// controller; then a rerun changes nothing, and no secret reached the output.
+func TestMigrate_TwoSites(t *testing.T) {
+	s := newMigrateSites(t)
+	r := s.plugin.Run(t, s.args("-o", "json")...)
+	if r.ExitCode != 0 {
+		t.Fatalf("migrate exited %d:\n%s", r.ExitCode, r.Combined())
+	}
+	res := parseMigrate(t, r.Stdout)
+	if res.RestoreMode != "direct" || res.ServiceURL != s.serviceURL || len(res.Steps) != 6 {
+		t.Fatalf("result: %+v", res)
+	}
+	for _, st := range res.Steps {
+		if st.State != "done" || !st.Ran {
+			t.Errorf("step %s: %s ran=%v", st.Name, st.State, st.Ran)
+		}
+	}
+	s.checkMigrated(t, res.Digest)
+	for _, secret := range []string{s.kubeadminPassword, assisted.ScenarioPullSecret, "c2NlbmFyaW8tdXNlcjpzY2VuYXJpby1wYXNzd29yZA", "AGE-SECRET-KEY"} {
+		if strings.Contains(r.Stdout+r.Stderr, secret) {
+			t.Errorf("secret %.12s... in migrate's output", secret)
+		}
+	}
+
+	again := s.plugin.Run(t, s.args("-o", "json")...)
+	if again.ExitCode != 0 {
+		t.Fatalf("rerun exited %d:\n%s", again.ExitCode, again.Combined())
+	}
+	res2 := parseMigrate(t, again.Stdout)
+	if res2.Digest != res.Digest {
+		t.Errorf("rerun made a new bundle: %s then %s", res.Digest, res2.Digest)
+	}
+	for _, st := range res2.Steps[1:] {
+		if st.Ran {
+			t.Errorf("rerun ran step %s again", st.Name)
+		}
+	}
+	s.checkMigrated(t, res.Digest)
+}
+
+// TestMigrate_RefusesWhatWouldLoseData: assisted-service still connected to
+// node 0's database, an AgentServiceConfig already on cluster 0: each stops
+// in preflight (exit 11) before anything changed.
+func TestMigrate_RefusesWhatWouldLoseData(t *testing.T) {
+	s := newMigrateSites(t)
+	ctx := context.Background()
+	busy := s.node0DB.Connect(t) // assisted-service, still running
+	if _, err := busy.Exec(ctx, "SET application_name = 'assisted-service'"); err != nil {
+		t.Fatal(err)
+	}
+	r := s.plugin.Run(t, s.args()...)
+	if r.ExitCode != 11 || !strings.Contains(r.Stderr, "assisted-service") || !strings.Contains(r.Stderr, "--live") {
+		t.Fatalf("a running service must stop preflight with exit 11 and say how to proceed:\n%s", r.Combined())
+	}
+	busy.Close(ctx)
+
+	gvr := schema.GroupVersionResource{Group: "agent-install.openshift.io", Version: "v1beta1", Resource: "agentserviceconfigs"}
+	asc := map[string]any{"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "AgentServiceConfig", "metadata": map[string]any{"name": "agent"},
+		"spec": map[string]any{
+			"databaseStorage":   map[string]any{"resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}},
+			"filesystemStorage": map[string]any{"resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}}}}
+	if _, err := s.kube.Dynamic(t).Resource(gvr).Create(ctx, toUnstructured(asc), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r = s.plugin.Run(t, s.args()...)
+	if r.ExitCode != 11 || !strings.Contains(r.Stderr, "AgentServiceConfig") {
+		t.Fatalf("an existing AgentServiceConfig must stop preflight with exit 11:\n%s", r.Combined())
+	}
+	// Nothing moved: no bundle in the registry, the target is empty.
+	if got := tableDigests(t, s.targetDB.URL); len(got) != 0 {
+		t.Errorf("the target database changed: %v", got)
+	}
+	if entries, _ := os.ReadDir(s.targetData); len(entries) != 0 {
+		t.Errorf("the target data dir changed: %v", entries)
+	}
+}
+
+// TestMigrate_KilledAtEachStepThenRerun kills migrate (SIGKILL, with the
+// restore child it runs) as each step starts, reruns it, and ends in the state
+// of one clean run.
+func TestMigrate_KilledAtEachStepThenRerun(t *testing.T) {
+	s := newMigrateSites(t)
+	bin := filepath.Join(s.plugin.BinDir, "kubectl-assisted")
+	// Each marker is where a step (or a restore phase, printed by the restore
+	// child) starts; every run resumes from the previous kill and must reach
+	// the next marker.
+	killAt := []string{"[2/6] bundle ...", "[3/6] restore ...", "database: started", "files: started", "resources: started",
+		"[4/6] wait ...", "[5/6] service ...", "[6/6] switchover ..."}
+	for _, marker := range killAt {
+		if !runUntil(t, bin, s.plugin, s.args(), marker) {
+			t.Fatalf("the run ended before %q: nothing was killed there", marker)
+		}
+	}
+	r := s.plugin.Run(t, s.args("-o", "json")...)
+	if r.ExitCode != 0 {
+		t.Fatalf("final rerun exited %d:\n%s", r.ExitCode, r.Combined())
+	}
+	res := parseMigrate(t, r.Stdout)
+	s.checkMigrated(t, res.Digest)
+}
+
+// runUntil runs the binary and SIGKILLs it as soon as its stderr shows marker;
+// it reports whether it killed it (false: the run ended first).
+func runUntil(t *testing.T, bin string, p *harness.Plugin, args []string, marker string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = p.Command(ctx).Env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	sc := bufio.NewScanner(stderr)
+	var seen []string
+	for sc.Scan() {
+		seen = append(seen, sc.Text())
+		if strings.Contains(sc.Text(), marker) {
+			_ = cmd.Process.Kill()
+			killed = true
+			break
+		}
+	}
+	_, _ = io.Copy(io.Discard, stderr)
+	_ = cmd.Wait()
+	if !killed {
+		t.Logf("marker %q never appeared; output:\n%s", marker, strings.Join(seen, "\n"))
+	}
+	return killed
+}
+
+func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }
+
+func toUnstructured(m map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: m}
+}
+
+// TestMigrate_JobMode restores through the restore Job: migrate applies it on
+// cluster 0 and waits; no kubelet runs here, so the test does the kubelet's
+// part: it runs the Job's restore container command line (built binary, same
+// args, the DB_* variables from the postgres Secret pointed at cluster 0's
+// PostgreSQL, the identity from the Secret) and reruns migrate, which finds
+// the receipt and finishes.
+func TestMigrate_JobMode(t *testing.T) {
+	s := newMigrateSites(t)
+	ctx := context.Background()
+	args := []string{"migrate", "--to", s.ref(), "--plain-http",
+		"--db", s.node0DB.URL, "--data-dir", s.dataDir, "--manifests-dir", s.manifests,
+		"--target-kubeconfig", s.kubeconfig, "-n", s.ns,
+		"--namespace-mapping", "cluster0=" + s.crNS,
+		"--restore-image", "registry.example.com/kubectl-assisted:test",
+		"--agent-service-config", s.asc,
+		"--service-url", s.serviceURL, "--controller-namespace", s.ctrlNS,
+		"--state-dir", s.stateDir, "--no-progress", "--timeout", "3s"}
+	r := s.plugin.Run(t, args...)
+	if r.ExitCode != 14 || !strings.Contains(r.Stderr, "logs job/") {
+		t.Fatalf("without a kubelet migrate must stop waiting (exit 14) and point at the Job:\n%s", r.Combined())
+	}
+	cs := s.kube.Clientset(t)
+	jobs, err := cs.BatchV1().Jobs(s.ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(jobs.Items) != 1 {
+		t.Fatalf("restore Jobs: %v %d", err, len(jobs.Items))
+	}
+	job := jobs.Items[0]
+	for name, want := range map[string]string{"postgres": "10Gi", "assisted-service": "100Gi"} {
+		pvc, err := cs.CoreV1().PersistentVolumeClaims(s.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("PVC %s: %v", name, err)
+		}
+		if q := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != want {
+			t.Errorf("PVC %s requests %s, want the AgentServiceConfig's %s", name, q.String(), want)
+		}
+	}
+	gvr := schema.GroupVersionResource{Group: "agent-install.openshift.io", Version: "v1beta1", Resource: "agentserviceconfigs"}
+	if _, err := s.kube.Dynamic(t).Resource(gvr).Get(ctx, "agent", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the AgentServiceConfig must wait for the receipt: %v", err)
+	}
+	idSecret, err := cs.CoreV1().Secrets(s.ns).Get(ctx, "kubectl-assisted-restore-identity", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgSecret, err := cs.CoreV1().Secrets(s.ns).Get(ctx, "postgres", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the Job's postgres Secret: %v", err)
+	}
+
+	// The sidecar's part: a database and role from the Secret, on cluster 0's server.
+	user, pw, name := string(pgSecret.Data["db.user"]), string(pgSecret.Data["db.password"]), string(pgSecret.Data["db.name"])
+	admin := s.targetDB.Connect(t)
+	if _, err := admin.Exec(ctx, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, pgx.Identifier{user}.Sanitize(), strings.ReplaceAll(pw, "'", "''"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s OWNER %s`, pgx.Identifier{name}.Sanitize(), pgx.Identifier{user}.Sanitize())); err != nil {
+		t.Fatal(err)
+	}
+	u, err := neturl.Parse(s.targetDB.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The restore container's part: its args, with the pod's paths mapped here.
+	c := job.Spec.Template.Spec.Containers[0]
+	idFile := filepath.Join(t.TempDir(), "identity.txt")
+	if err := os.WriteFile(idFile, idSecret.Data["identity.txt"], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var podArgs []string
+	for _, a := range c.Args {
+		switch a {
+		case "/var/run/kubectl-assisted/identity/identity.txt":
+			a = idFile
+		case "/data":
+			a = s.targetData
+		}
+		podArgs = append(podArgs, a)
+	}
+	podArgs = append(podArgs, "--kubeconfig", s.kubeconfig, "--no-progress")
+	cmd := exec.Command(filepath.Join(s.plugin.BinDir, "kubectl-assisted"), podArgs...)
+	cmd.Env = append(s.plugin.Command(ctx).Env, "DB_HOST="+u.Hostname(), "DB_PORT="+u.Port(), "DB_USER="+user, "DB_PASS="+pw, "DB_NAME="+name)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the Job's restore command %v: %v\n%s", c.Args, err, out)
+	}
+	if strings.Contains(string(out), pw) {
+		t.Errorf("the database password leaked into the restore's output")
+	}
+
+	r = s.plugin.Run(t, append(args[:len(args)-2], "--timeout", "1m", "-o", "json")...)
+	if r.ExitCode != 0 {
+		t.Fatalf("rerun after the Job completed exited %d:\n%s", r.ExitCode, r.Combined())
+	}
+	res := parseMigrate(t, r.Stdout)
+	if res.RestoreMode != "job" {
+		t.Errorf("restoreMode %q", res.RestoreMode)
+	}
+	// Compare against the database the Job restored.
+	q := u.Query()
+	u.User, u.Path = neturl.UserPassword(user, pw), "/"+name
+	u.RawQuery = q.Encode()
+	s.targetDB = &harness.Database{Name: name, URL: u.String()}
+	s.checkMigrated(t, res.Digest)
+}
