@@ -355,8 +355,8 @@ func (o *MigrateOptions) Run(ctx context.Context, env *Env) error {
 			return stepError(s.name, err)
 		}
 		rec.State, rec.Detail = "done", detail
-		if strings.HasPrefix(detail, "skipped") {
-			rec.State = "skipped"
+		if d, ok := strings.CutPrefix(detail, "skipped: "); ok {
+			rec.State, rec.Detail, detail = "skipped", d, "skipped: "+d
 		}
 		if err := st.save(); err != nil {
 			return stepError(s.name, fmt.Errorf("save state: %w", err))
@@ -437,7 +437,11 @@ func (o *MigrateOptions) bundle(ctx context.Context) (string, error) {
 	}
 	// A new bundle invalidates whatever a previous run restored from another one.
 	st.resetFrom(stepRestore)
-	return fmt.Sprintf("pushed %s (%s, %d layers)", res.Digest, humanBytes(res.Size), len(res.Layers)), nil
+	var size int64
+	for _, l := range res.Layers {
+		size += l.Size
+	}
+	return fmt.Sprintf("pushed %s (%s in %d layers)", res.Digest, humanBytes(size), len(res.Layers)), nil
 }
 
 // pinnedRef names the bundle by digest where the transport allows it.

@@ -431,7 +431,6 @@ func TestMigrate_RefusesWhatWouldLoseData(t *testing.T) {
 	if r.ExitCode != 11 || !strings.Contains(r.Stderr, "assisted-service") || !strings.Contains(r.Stderr, "--live") {
 		t.Fatalf("a running service must stop preflight with exit 11 and say how to proceed:\n%s", r.Combined())
 	}
-	busy.Close(ctx)
 
 	gvr := schema.GroupVersionResource{Group: "agent-install.openshift.io", Version: "v1beta1", Resource: "agentserviceconfigs"}
 	asc := map[string]any{"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "AgentServiceConfig", "metadata": map[string]any{"name": "agent"},
@@ -441,7 +440,7 @@ func TestMigrate_RefusesWhatWouldLoseData(t *testing.T) {
 	if _, err := s.kube.Dynamic(t).Resource(gvr).Create(ctx, toUnstructured(asc), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r = s.plugin.Run(t, s.args()...)
+	r = s.plugin.Run(t, s.args("--live")...)
 	if r.ExitCode != 11 || !strings.Contains(r.Stderr, "AgentServiceConfig") {
 		t.Fatalf("an existing AgentServiceConfig must stop preflight with exit 11:\n%s", r.Combined())
 	}
@@ -452,6 +451,26 @@ func TestMigrate_RefusesWhatWouldLoseData(t *testing.T) {
 	if entries, _ := os.ReadDir(s.targetData); len(entries) != 0 {
 		t.Errorf("the target data dir changed: %v", entries)
 	}
+
+	// --live: the service still connected, the dump from one snapshot, the
+	// WAL position recorded.
+	deleteASC(t, s.kube)
+	r = s.plugin.Run(t, s.args("--live", "-o", "json")...)
+	if r.ExitCode != 0 {
+		t.Fatalf("--live exited %d:\n%s", r.ExitCode, r.Combined())
+	}
+	var live struct {
+		Digest    string `json:"digest"`
+		Watermark *struct {
+			WALLSN   string `json:"walLSN"`
+			Sessions int    `json:"sessions"`
+		} `json:"watermark"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &live); err != nil || live.Watermark == nil || !strings.Contains(live.Watermark.WALLSN, "/") || live.Watermark.Sessions < 1 {
+		t.Fatalf("--live result must carry the watermark: %v\n%s", err, r.Stdout)
+	}
+	busy.Close(ctx)
+	s.checkMigrated(t, live.Digest)
 }
 
 // TestMigrate_KilledAtEachStepThenRerun kills migrate (SIGKILL, with the
