@@ -362,7 +362,7 @@ func (o *MigrateOptions) Run(ctx context.Context, env *Env) error {
 			return stepError(s.name, fmt.Errorf("save state: %w", err))
 		}
 		fmt.Fprintf(o.log, "[%d/%d] %s: %s (%.1fs)\n", n, len(steps), s.name, detail, rec.FinishedAt.Sub(start).Seconds())
-		res.Steps = append(res.Steps, MigrateStepResult{Name: s.name, State: rec.State, Ran: true, Detail: detail,
+		res.Steps = append(res.Steps, MigrateStepResult{Name: s.name, State: rec.State, Ran: true, Detail: rec.Detail,
 			DurationSeconds: seconds(rec.FinishedAt.Sub(start))})
 	}
 	res.Digest, res.ServiceURL, res.Watermark = st.Digest, o.ServiceURL, st.Watermark
