@@ -6,11 +6,14 @@ import (
 	"os/exec"
 	"time"
 
+	"encoding/base64"
+
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
 )
 
@@ -60,10 +63,39 @@ func (d *demo) startComponents(s *stepRun) error {
 	if _, err := d.kube.Clientset(d.r).CoreV1().Namespaces().Create(d.ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("namespace %s: %w", serviceNamespace, err)
 	}
+	if err := d.seedController(); err != nil {
+		return fmt.Errorf("assisted-installer-controller on cluster 0: %w", err)
+	}
 	files, _ := harness.CRDFiles()
 	s.say("cluster 0 API:           %s (kube-apiserver + etcd, %d CRD files, namespace %s where MCE runs assisted-service)", d.kube.Server, len(files), serviceNamespace)
 	s.say("cluster 0 kubeconfig:    %s", d.kubeconfig)
+	s.say("                         assisted-installer-controller config on cluster 0 points at node 0: %s", node0ServiceURL)
 	return nil
+}
+
+// seedController makes what the installer leaves on cluster 0 for the
+// assisted-installer-controller: its namespace, its ConfigMap with node 0's
+// service URL, and its Secret with a node-0 token. Switching them over is
+// the migration's last step.
+func (d *demo) seedController() error {
+	cs := d.kube.Clientset(d.r)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}}
+	if _, err := cs.CoreV1().Namespaces().Create(d.ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	token := "node0-" + base64.RawURLEncoding.EncodeToString(randomBytes(24))
+	d.secrets["node-0 controller token"] = token
+	labels := map[string]string{"app": "assisted-installer-controller"}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "assisted-installer-controller-config", Namespace: controllerNamespace, Labels: labels},
+		Data: map[string]string{"cluster-id": assisted.ScenarioUUID(clusterName + "/cluster"), "inventory-url": node0ServiceURL,
+			"ca-cert-path": "", "skip-cert-verification": "false", "openshift-version": openshiftVersion, "high-availability-mode": "Full"}}
+	if _, err := cs.CoreV1().ConfigMaps(controllerNamespace).Create(d.ctx, cm, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "assisted-installer-controller-secret", Namespace: controllerNamespace, Labels: labels},
+		Data: map[string][]byte{"pull-secret-token": []byte(token)}}
+	_, err := cs.CoreV1().Secrets(controllerNamespace).Create(d.ctx, sec, metav1.CreateOptions{})
+	return err
 }
 
 // createDatabase makes assisted-service's database on a private server and

@@ -21,6 +21,9 @@ const (
 	bundleRepo       = "assisted/node0-bundle"
 	bundleTag        = "compact"
 	serviceURL       = "https://assisted-service-multicluster-engine.apps.compact.example.com"
+	node0ServiceURL  = "http://192.168.111.20:8090" // assisted-service on node 0 (the rendezvous IP)
+	// controllerNamespace holds the assisted-installer-controller on cluster 0.
+	controllerNamespace = "assisted-installer"
 )
 
 // demo is one run: the components, what was seeded and what moved.

@@ -43,6 +43,9 @@ func startKeeper(o options, stdout, stderr io.Writer) int {
 		return 1
 	}
 	args := []string{"-keeper", "-keep", "-state", o.state}
+	if o.twoStep {
+		args = append(args, "-two-step")
+	}
 	if o.summary != "" {
 		abs, _ := filepath.Abs(o.summary)
 		args = append(args, "-summary", abs)

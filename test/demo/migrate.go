@@ -20,6 +20,8 @@ type migration struct {
 // migrationStep is one part of the migration as the plugin timed it.
 type migrationStep struct {
 	Name            string  `json:"name"`
+	State           string  `json:"state,omitempty"`
+	Detail          string  `json:"detail,omitempty"`
 	DurationSeconds float64 `json:"durationSeconds"`
 }
 
@@ -40,21 +42,34 @@ func (d *demo) migrate(s *stepRun) error {
 	d.migration = m
 	s.say("bundle %s@%s", d.ref(), m.Digest)
 	for _, st := range m.Steps {
-		s.say("  %-22s %s", st.Name, fmtDuration(st.DurationSeconds))
+		line := fmt.Sprintf("  %-14s %7s", st.Name, fmtDuration(st.DurationSeconds))
+		if st.State != "" {
+			line += "  " + st.State
+		}
+		if st.Detail != "" {
+			line += ": " + st.Detail
+		}
+		s.say("%s", line)
 	}
 	return nil
 }
 
-// runMigration is the one place that chooses how the migration runs. Once
-// `kubectl assisted migrate` is on main, make it `return d.migrateCommand(s)`.
+// runMigration is the one place that chooses how the migration runs:
+// `kubectl assisted migrate`, or with -two-step the two commands it is made
+// of, `bundle create` and `restore`.
 func (d *demo) runMigration(s *stepRun) (*migration, error) {
-	return d.migrateInTwoSteps(s)
+	if d.opts.twoStep {
+		return d.migrateInTwoSteps(s)
+	}
+	return d.migrateCommand(s)
 }
 
-// migrateCommand runs `kubectl assisted migrate`, which bundles, pushes,
-// restores and writes the receipt in one command.
+// migrateCommand runs `kubectl assisted migrate` on node 0: preflight, bundle
+// and push (encrypted to a key it makes and keeps in its state directory),
+// restore directly into cluster 0's database and file storage, wait for the
+// receipt, and switch the assisted-installer-controller over.
 func (d *demo) migrateCommand(s *stepRun) (*migration, error) {
-	args := []string{"migrate", "--to", d.ref(),
+	args := []string{"migrate", "--to", d.ref(), "--state-dir", d.path("node0", "migrate-state"),
 		"--db", d.node0DB, "--data-dir", d.node0.dataDir, "--manifests-dir", d.node0.manifestsDir,
 		"--target-kubeconfig", d.kubeconfig, "-n", serviceNamespace,
 		"--target-db", d.cluster0DB, "--target-data-dir", d.path("cluster0", "data"),
@@ -130,5 +145,12 @@ func (d *demo) migrateInTwoSteps(s *stepRun) (*migration, error) {
 		return nil, fmt.Errorf("restore reports bundle %s, created %s", restored.Digest, created.Digest)
 	}
 	m.Steps = append(m.Steps, migrationStep{Name: "restore", DurationSeconds: restored.DurationSeconds})
+
+	res, err = d.assistedNote(s, "on cluster 0", "switchover", "--kubeconfig", d.kubeconfig, "-n", serviceNamespace, "--service-url", serviceURL)
+	if err != nil {
+		return nil, err
+	}
+	s.block(res.Stdout)
+	m.Steps = append(m.Steps, migrationStep{Name: "switchover", DurationSeconds: s.result.Commands[len(s.result.Commands)-1].DurationSeconds})
 	return m, nil
 }

@@ -81,6 +81,11 @@ func (d *demo) seedNode0(s *stepRun) error {
 	for _, c := range counts {
 		total += c
 	}
+	d.sum.Database.RowsSeeded = total
+	for t, c := range counts {
+		d.sum.Database.Tables = append(d.sum.Database.Tables, TableCount{Name: t, Node0: c})
+	}
+	d.sum.Objects.Manifests = n.manifestObjects
 	s.say("database:      %s: the real assisted-service schema (%d tables), %d rows", d.node0DB, len(counts), total)
 	s.say("               cluster %s %q installing (62%%), 3 hosts, %d events", n.clusterID, clusterName, counts["events"])
 
@@ -88,6 +93,11 @@ func (d *demo) seedNode0(s *stepRun) error {
 	if err != nil {
 		return err
 	}
+	bundled, err := countFiles(n.dataDir, map[string]bool{"installercache": true})
+	if err != nil {
+		return err
+	}
+	d.sum.Files.Node0Files, d.sum.Files.Node0Bytes, d.sum.Files.Node0Xattrs = bundled.files, bundled.bytes, bundled.xattrs
 	s.say("file storage:  %s: %d files, %s (ignitions, kubeconfig, kubeadmin-password, install-config, manifests, 3 host log tarballs)", n.dataDir, files.files, humanBytes(files.bytes))
 	if n.xattrNote != "" {
 		s.say("note: %s", n.xattrNote)

@@ -24,8 +24,11 @@ type Summary struct {
 	Files        FilesResult    `json:"files"`
 	Objects      ObjectsResult  `json:"objects"`
 	// Receipt is true when `wait-for restore-complete` found the receipt.
-	Receipt bool      `json:"receipt"`
-	ISO     ISOResult `json:"iso"`
+	Receipt bool `json:"receipt"`
+	// ControllerURL is where the assisted-installer-controller reports after
+	// the migration (cluster 0's service when switched over).
+	ControllerURL string    `json:"controllerURL,omitempty"`
+	ISO           ISOResult `json:"iso"`
 	// SecretsInOutput names (never shows) the planted secrets that appeared in
 	// the demo's output; it must stay empty.
 	SecretsInOutput []string `json:"secretsInOutput,omitempty"`
@@ -50,12 +53,17 @@ type DatabaseResult struct {
 	RowsSeeded        int64 `json:"rowsSeeded"`
 	RowsSeededBundled int64 `json:"rowsSeededBundled"`
 	RowsRestored      int64 `json:"rowsRestored"`
+	// Compared is true once cluster 0's rows were counted.
+	Compared bool `json:"compared"`
 }
 
-// TableCount is one table's rows on node 0 and on cluster 0.
+// TableCount is one table's rows on node 0, in the bundle (its metadata) and
+// on cluster 0. Bundled is false for a table whose rows the bundle leaves
+// out on purpose (the release_images cache).
 type TableCount struct {
 	Name     string `json:"name"`
 	Node0    int64  `json:"node0"`
+	InBundle int64  `json:"inBundle"`
 	Cluster0 int64  `json:"cluster0"`
 	Bundled  bool   `json:"bundled"`
 }
@@ -70,6 +78,8 @@ type FilesResult struct {
 	Cluster0Xattrs int64 `json:"cluster0Xattrs"`
 	// Identical counts node 0's files that cluster 0 holds byte for byte.
 	Identical int `json:"identical"`
+	// Compared is true once cluster 0's files were counted.
+	Compared bool `json:"compared"`
 }
 
 // ObjectsResult counts the ABI manifests' objects and what is on cluster 0.
@@ -110,36 +120,48 @@ func printSummary(w io.Writer, s *Summary) {
 	row := func(what, node0, cluster0 string) { fmt.Fprintf(w, "  %-16s %-26s %s\n", what, node0, cluster0) }
 	row("what moved", "node 0", "cluster 0")
 	db := s.Database
+	node0, cluster0 := "-", "-"
 	if len(db.Tables) > 0 {
+		node0 = fmt.Sprintf("%d in %d tables", db.RowsSeeded, len(db.Tables))
+	}
+	if db.Compared {
 		bundled := 0
 		for _, t := range db.Tables {
 			if t.Bundled {
 				bundled++
 			}
 		}
-		row("database rows", fmt.Sprintf("%d in %d tables", db.RowsSeeded, len(db.Tables)),
-			fmt.Sprintf("%d in %d tables (%d bundled on node 0)", db.RowsRestored, bundled, db.RowsSeededBundled))
-	} else {
-		row("database rows", "-", "-")
+		cluster0 = fmt.Sprintf("%d in the %d bundled tables (node 0: %d)", db.RowsRestored, bundled, db.RowsSeededBundled)
 	}
-	if f := s.Files; f.Node0Files > 0 {
-		row("files", fmt.Sprintf("%d, %s", f.Node0Files, humanBytes(f.Node0Bytes)),
-			fmt.Sprintf("%d, %s (%d identical, %d/%d source xattrs)", f.Cluster0Files, humanBytes(f.Cluster0Bytes), f.Identical, f.Cluster0Xattrs, f.Node0Xattrs))
-	} else {
-		row("files", "-", "-")
+	row("database rows", node0, cluster0)
+	f := s.Files
+	node0, cluster0 = "-", "-"
+	if f.Node0Files > 0 {
+		node0 = fmt.Sprintf("%d, %s", f.Node0Files, humanBytes(f.Node0Bytes))
 	}
-	if o := s.Objects; o.Restored != nil {
+	if f.Compared {
+		cluster0 = fmt.Sprintf("%d, %s (%d identical, %d/%d source xattrs)", f.Cluster0Files, humanBytes(f.Cluster0Bytes), f.Identical, f.Cluster0Xattrs, f.Node0Xattrs)
+	}
+	row("files", node0, cluster0)
+	o := s.Objects
+	node0, cluster0 = "-", "-"
+	if o.Manifests > 0 {
+		node0 = fmt.Sprintf("%d in the ABI manifests", o.Manifests)
+	}
+	if o.Restored != nil {
 		kinds := make([]string, 0, len(o.Restored))
 		for k, n := range o.Restored {
 			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 		}
 		sort.Strings(kinds)
-		row("objects", fmt.Sprintf("%d in the ABI manifests", o.Manifests), fmt.Sprintf("%d on the API: %s", o.Total, strings.Join(kinds, ", ")))
-	} else {
-		row("objects", "-", "-")
+		cluster0 = fmt.Sprintf("%d on the API: %s", o.Total, strings.Join(kinds, ", "))
 	}
+	row("objects", node0, cluster0)
 	if s.Receipt {
 		row("receipt", "", "written (wait-for restore-complete returned)")
+	}
+	if s.ControllerURL != "" {
+		row("controller", node0ServiceURL, s.ControllerURL)
 	}
 	fmt.Fprintln(w)
 	if b := s.Bundle; b.Digest != "" {
