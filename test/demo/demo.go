@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -134,14 +135,22 @@ func (d *demo) assistedNote(s *stepRun, note string, args ...string) (harness.Re
 func commandError(args []string, res harness.Result) error {
 	sub := strings.Join(leadingWords(args), " ")
 	msg := strings.TrimSpace(res.Stderr)
-	if strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown flag") {
-		return fmt.Errorf("`kubectl assisted %s` is not in this build of kubectl-assisted (exit %d: %s); this step needs it", sub, res.ExitCode, firstLine(msg))
-	}
 	if msg == "" {
 		msg = strings.TrimSpace(res.Stdout)
 	}
+	if m := unknownCommand.FindStringSubmatch(msg); m != nil {
+		missing := m[1]
+		if missing == leadingWords(args)[0] {
+			return fmt.Errorf("`kubectl assisted %s` is not in this build of kubectl-assisted (%s); this step needs it", sub, m[0])
+		}
+		return fmt.Errorf("`kubectl assisted %s` failed (exit %d) because it runs `kubectl assisted %s`, which is not in this build of kubectl-assisted (%s):\n%s",
+			sub, res.ExitCode, missing, m[0], tail(msg, 8))
+	}
 	return fmt.Errorf("`kubectl assisted %s` failed (exit %d):\n%s", sub, res.ExitCode, tail(msg, 20))
 }
+
+// unknownCommand is cobra's message for a subcommand the binary lacks.
+var unknownCommand = regexp.MustCompile(`unknown command "([^"]+)" for "[^"]*"`)
 
 func leadingWords(args []string) []string {
 	var out []string
@@ -175,13 +184,6 @@ func (d *demo) kubectl(s *stepRun, args ...string) (string, error) {
 	}
 	done(code)
 	return out.String(), nil
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // tail keeps the last n lines of s.

@@ -46,8 +46,8 @@ func (d *demo) migrate(s *stepRun) error {
 		if st.State != "" {
 			line += "  " + st.State
 		}
-		if st.Detail != "" {
-			line += ": " + st.Detail
+		if detail := strings.TrimPrefix(st.Detail, st.State+": "); detail != "" {
+			line += ": " + detail
 		}
 		s.say("%s", line)
 	}

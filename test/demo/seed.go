@@ -98,7 +98,8 @@ func (d *demo) seedNode0(s *stepRun) error {
 		return err
 	}
 	d.sum.Files.Node0Files, d.sum.Files.Node0Bytes, d.sum.Files.Node0Xattrs = bundled.files, bundled.bytes, bundled.xattrs
-	s.say("file storage:  %s: %d files, %s (ignitions, kubeconfig, kubeadmin-password, install-config, manifests, 3 host log tarballs)", n.dataDir, files.files, humanBytes(files.bytes))
+	s.say("file storage:  %s: %d files, %s (ignitions, kubeconfig, kubeadmin-password, install-config, manifests, 3 host log tarballs,", n.dataDir, files.files, humanBytes(files.bytes))
+	s.say("               and installercache/, which bundles leave out: %d files to move)", bundled.files)
 	if n.xattrNote != "" {
 		s.say("note: %s", n.xattrNote)
 	} else {
