@@ -87,9 +87,9 @@ func (d *demo) migrateCommand(s *stepRun) (*migration, error) {
 	return m, nil
 }
 
-// migrateInTwoSteps is what migrate does, as two commands: `bundle create`
-// on node 0, encrypted to a key made for this run, then `restore` on
-// cluster 0 with that key.
+// migrateInTwoSteps is what migrate does, as separate commands: `bundle
+// create` on node 0, encrypted to a key made for this run, then `restore` on
+// cluster 0 with that key, and `switchover`.
 func (d *demo) migrateInTwoSteps(s *stepRun) (*migration, error) {
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
@@ -105,7 +105,7 @@ func (d *demo) migrateInTwoSteps(s *stepRun) (*migration, error) {
 	d.secrets["age identity"] = id.String()
 	s.say("age key for this bundle: %s (recipient %s)", keyFile, id.Recipient())
 
-	m := &migration{Via: "kubectl assisted bundle create + kubectl assisted restore", ServiceURL: serviceURL}
+	m := &migration{Via: "kubectl assisted bundle create, restore, switchover", ServiceURL: serviceURL}
 	create := []string{"bundle", "create", "--to", d.ref(),
 		"--db", d.node0DB, "--data-dir", d.node0.dataDir, "--manifests-dir", d.node0.manifestsDir,
 		"--recipient", id.Recipient().String()}
@@ -115,14 +115,13 @@ func (d *demo) migrateInTwoSteps(s *stepRun) (*migration, error) {
 		return nil, err
 	}
 	var created struct {
-		Digest          string  `json:"digest"`
-		DurationSeconds float64 `json:"durationSeconds"`
+		Digest string `json:"digest"`
 	}
 	if err := json.Unmarshal([]byte(res.Stdout), &created); err != nil {
 		return nil, fmt.Errorf("bundle create -o json: %w", err)
 	}
 	m.Digest = created.Digest
-	m.Steps = append(m.Steps, migrationStep{Name: "bundle create", DurationSeconds: created.DurationSeconds})
+	m.Steps = append(m.Steps, migrationStep{Name: "bundle create", DurationSeconds: lastCommand(s)})
 
 	restore := []string{"restore", d.refAt(created.Digest), "--identity", keyFile,
 		"--db", d.cluster0DB, "--data-dir", d.path("cluster0", "data"),
@@ -133,10 +132,9 @@ func (d *demo) migrateInTwoSteps(s *stepRun) (*migration, error) {
 		return nil, err
 	}
 	// The restore result is read loosely: the demo checks what arrived
-	// itself (step 4), it only needs the time here.
+	// itself (step 4).
 	var restored struct {
-		DurationSeconds float64 `json:"durationSeconds"`
-		Digest          string  `json:"digest"`
+		Digest string `json:"digest"`
 	}
 	if err := json.Unmarshal([]byte(res.Stdout), &restored); err != nil {
 		return nil, fmt.Errorf("restore -o json: %w\n%s", err, tail(res.Stdout, 5))
@@ -144,13 +142,18 @@ func (d *demo) migrateInTwoSteps(s *stepRun) (*migration, error) {
 	if restored.Digest != "" && !strings.EqualFold(restored.Digest, created.Digest) {
 		return nil, fmt.Errorf("restore reports bundle %s, created %s", restored.Digest, created.Digest)
 	}
-	m.Steps = append(m.Steps, migrationStep{Name: "restore", DurationSeconds: restored.DurationSeconds})
+	m.Steps = append(m.Steps, migrationStep{Name: "restore", DurationSeconds: lastCommand(s)})
 
 	res, err = d.assistedNote(s, "on cluster 0", "switchover", "--kubeconfig", d.kubeconfig, "-n", serviceNamespace, "--service-url", serviceURL)
 	if err != nil {
 		return nil, err
 	}
 	s.block(res.Stdout)
-	m.Steps = append(m.Steps, migrationStep{Name: "switchover", DurationSeconds: s.result.Commands[len(s.result.Commands)-1].DurationSeconds})
+	m.Steps = append(m.Steps, migrationStep{Name: "switchover", DurationSeconds: lastCommand(s)})
 	return m, nil
+}
+
+// lastCommand is how long the step's last command took.
+func lastCommand(s *stepRun) float64 {
+	return s.result.Commands[len(s.result.Commands)-1].DurationSeconds
 }
