@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.state, "state", defaultStateDir(), "State directory: components' data, files, logs")
 	fs.StringVar(&o.summary, "summary", os.Getenv("KUBECTL_ASSISTED_DEMO_SUMMARY"), "Also write the summary as JSON to this file")
 	fs.BoolVar(&o.keep, "keep", os.Getenv("KEEP") == "1" || os.Getenv("KEEP") == "true", "Leave the components running after the demo (stop them with `demo clean`)")
-	fs.BoolVar(&o.twoStep, "two-step", false, "Migrate with the two commands migrate is made of: bundle create, then restore")
+	fs.BoolVar(&o.twoStep, "two-step", false, "Migrate with the commands migrate is made of: bundle create, restore, switchover")
 	fs.BoolVar(&o.keeper, "keeper", false, "internal: run as the background keeper")
 	if err := fs.Parse(args); err != nil {
 		return 2
