@@ -88,19 +88,21 @@ func runSteps(out io.Writer, r *runner, steps []step) []StepResult {
 				missing = append(missing, n)
 			}
 		}
-		if len(missing) > 0 {
+		switch {
+		case r.ctx.Err() != nil:
+			res.Status, res.Error = statusNotRun, "interrupted"
+			fmt.Fprintf(out, "      not run: interrupted\n")
+		case len(missing) > 0:
 			res.Status = statusNotRun
 			res.Error = "needs " + strings.Join(missing, ", ") + ", which did not succeed"
 			fmt.Fprintf(out, "      not run: %s\n", res.Error)
-		} else {
+		default:
 			start := time.Now()
-			err := r.protect(func() error {
-				if err := r.ctx.Err(); err != nil {
-					return fmt.Errorf("interrupted")
-				}
-				return st.run(&stepRun{out: out, result: &res})
-			})
+			err := r.protect(func() error { return st.run(&stepRun{out: out, result: &res}) })
 			res.DurationSeconds = seconds(time.Since(start))
+			if err != nil && r.ctx.Err() != nil {
+				err = fmt.Errorf("interrupted (%v)", err)
+			}
 			if err != nil {
 				res.Status = statusFailed
 				res.Error = err.Error()
