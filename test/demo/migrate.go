@@ -79,11 +79,25 @@ func (d *demo) migrateCommand(s *stepRun) (*migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &migration{Via: "kubectl assisted migrate"}
+	m := &migration{}
 	if err := json.Unmarshal([]byte(res.Stdout), m); err != nil {
 		return nil, fmt.Errorf("migrate -o json: %w", err)
 	}
 	m.Via = "kubectl assisted migrate"
+	// The key pair migrate made for this run is a secret the output must not show.
+	var key struct {
+		IdentityFile string `json:"identityFile"`
+	}
+	_ = json.Unmarshal([]byte(res.Stdout), &key)
+	if key.IdentityFile != "" {
+		if b, err := os.ReadFile(key.IdentityFile); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(line, "AGE-SECRET-KEY-") {
+					d.secrets["age identity"] = strings.TrimSpace(line)
+				}
+			}
+		}
+	}
 	return m, nil
 }
 
