@@ -83,12 +83,12 @@ lint: ## gofmt, go vet (both modules), staticcheck when installed
 	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed; skipped"; fi
 
 .PHONY: demo
-demo: tools build ## Run the migration and a day-2 ISO end to end on local components
-	KUBECTL_ASSISTED_BIN=$(BIN) test/demo/demo.sh
+demo: tools build ## Migrate node 0 into cluster 0 and build a day-2 ISO, on local components (KEEP=1 leaves them running)
+	cd test && KUBECTL_ASSISTED_BIN=$(BIN) go run ./demo $(DEMO_ARGS)
 
 .PHONY: demo-clean
-demo-clean: ## Stop and remove everything make demo started
-	test/demo/demo.sh clean
+demo-clean: ## Stop and remove everything make demo started (also a KEEP=1 demo)
+	cd test && go run ./demo clean
 
 .PHONY: dist
 dist: ## Reproducible release archives, sha256sums.txt and the krew manifest (krew/assisted.yaml)

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
+	"github.com/kubectl-assisted/kubectl-assisted/test/synthetic"
+)
+
+// baseISOFixture is a real live-ISO layout (coreos-installer's fixture) that
+// stands for RHCOS in the release payload's machine-os-images.
+const baseISOFixture = "embed-areas-2023-07.x86_64.iso.xz"
+
+const nodesConfig = `hosts:
+- hostname: worker-0
+  role: worker
+  rootDeviceHints:
+    deviceName: /dev/sda
+  interfaces:
+  - name: eno1
+    macAddress: 52:54:00:ab:00:10
+  networkConfig:
+    interfaces:
+    - name: eno1
+      type: ethernet
+      state: up
+      mac-address: 52:54:00:ab:00:10
+      ipv4:
+        enabled: true
+        dhcp: false
+        address:
+        - ip: 192.168.111.30
+          prefix-length: 24
+    dns-resolver:
+      config:
+        server: [192.168.111.1]
+    routes:
+      config:
+      - destination: 0.0.0.0/0
+        next-hop-address: 192.168.111.1
+        next-hop-interface: eno1
+`
+
+// mcsCA stands for the Machine Config Server's CA in the worker user-data.
+const mcsCA = "-----BEGIN CERTIFICATE-----\nMIIBdemoMachineConfigServerCA000000000000000000\n-----END CERTIFICATE-----\n"
+
+// addNodes is step 5: cluster 0 as an installed cluster (its configuration
+// objects, the release payload on a mirror whose machine-os-images holds the
+// fixture ISO), then `add-nodes create` for one extra worker.
+func (d *demo) addNodes(s *stepRun) error {
+	fixture := filepath.Join(harness.SharedDir(), "fixtures", "iso", baseISOFixture)
+	iso, err := exec.Command("xz", "-dc", fixture).Output()
+	if err != nil {
+		return fmt.Errorf("decompress the base ISO fixture %s (needs xz): %w", fixture, err)
+	}
+	rel := synthetic.PushRelease(d.r, synthetic.ReleaseOptions{
+		Host: d.mirror.Host, ReleaseRepo: "openshift-release-dev/ocp-release", ArtRepo: "openshift-release-dev/ocp-v4.0-art-dev",
+		ISOs: map[string][]byte{"x86_64": iso},
+	})
+	s.say("release payload %s pushed to the mirror (machine-os-images holds %s, %s)", rel.Ref, baseISOFixture, humanBytes(int64(len(iso))))
+
+	var nodes []synthetic.Node
+	for _, m := range masters {
+		nodes = append(nodes, synthetic.Node{Name: m.name, IP: m.ip, Master: true})
+	}
+	synthetic.SeedCluster(d.r, d.kube, synthetic.ClusterOptions{
+		ClusterID: openshiftClusterID(), ReleaseImage: rel.Ref, Version: openshiftVersion, Arch: "amd64", Platform: "BareMetal",
+		APIURL: fmt.Sprintf("https://api.%s.%s:6443", clusterName, baseDomain), PullSecret: pullSecret, SSHKey: sshKey,
+		Chrony: "server 192.168.111.1 iburst\n", MCSURL: fmt.Sprintf("https://api-int.%s.%s:22623/config/worker", clusterName, baseDomain),
+		MCSCA: mcsCA, Nodes: nodes,
+	})
+	s.say("cluster 0 as installed: ClusterVersion %s, Infrastructure, pull secret, MachineConfigs, worker user-data, 3 master Nodes", openshiftVersion)
+
+	dir := d.path("day2")
+	out := filepath.Join(dir, "out")
+	if err := mkdirs(out); err != nil {
+		return err
+	}
+	cfg := filepath.Join(dir, "nodes-config.yaml")
+	if err := os.WriteFile(cfg, []byte(nodesConfig), 0o644); err != nil {
+		return err
+	}
+	s.say("nodes-config.yaml: %s (worker-0, 192.168.111.30, static)", cfg)
+	res, err := d.assisted(s, "add-nodes", "create", "--kubeconfig", d.kubeconfig, "-f", cfg, "--dir", out, "--plain-http", "--checksum", "-o", "json")
+	if err != nil {
+		return err
+	}
+	var created struct {
+		Artifacts []struct {
+			Kind, Path, SHA256 string
+			Size               int64
+		}
+		BaseISO        string    `json:"baseISO"`
+		TokenExpiresAt time.Time `json:"tokenExpiresAt"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &created); err != nil {
+		return fmt.Errorf("add-nodes create -o json: %w", err)
+	}
+	for _, a := range created.Artifacts {
+		if a.Kind != "iso" {
+			continue
+		}
+		fi, err := os.Stat(a.Path)
+		if err != nil {
+			return fmt.Errorf("the ISO add-nodes create reported: %w", err)
+		}
+		d.sum.ISO = ISOResult{Path: a.Path, Size: fi.Size(), SHA256: a.SHA256, Exists: true}
+		s.say("ISO %s: %s, sha256 %s", a.Path, humanBytes(fi.Size()), a.SHA256)
+		s.say("base ISO from %s; the ISO's agent token is valid until %s", created.BaseISO, created.TokenExpiresAt.UTC().Format(time.RFC3339))
+		return nil
+	}
+	return fmt.Errorf("add-nodes create reported no ISO: %s", tail(res.Stdout, 10))
+}
