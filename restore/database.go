@@ -31,6 +31,8 @@ func (r *runner) loadDatabase(ctx context.Context, dry bool, started time.Time) 
 	sum, err := pg.Restore(ctx, r.o.TargetDB, rc, pg.RestoreOptions{
 		Replace: replace,
 		Logger:  r.log,
+		// Statistics are gathered after the commit, beside the next phases.
+		SkipAnalyze: !dry,
 		BeforeCommit: func(ctx context.Context, tx pgx.Tx) error {
 			return r.beforeCommit(ctx, tx, dry, started)
 		},
@@ -51,6 +53,16 @@ func (r *runner) loadDatabase(ctx context.Context, dry bool, started time.Time) 
 		return nil, fmt.Errorf("restore the database: %w", err)
 	}
 	res.Tables, res.Bytes = len(sum.Tables), sum.Bytes
+	if !dry {
+		done := make(chan struct{})
+		r.analyzed = done
+		go func() {
+			defer close(done)
+			if err := pg.Analyze(ctx, r.o.TargetDB, sum.Tables, r.log); err != nil {
+				r.log.Warn("ANALYZE after the restore did not run; autovacuum will gather statistics", "error", err)
+			}
+		}()
+	}
 	for _, t := range sum.Tables {
 		res.Rows += t.Rows
 	}

@@ -26,11 +26,13 @@ func (r *runner) runPhases(ctx context.Context) error {
 			r.res.Phases = append(r.res.Phases, *oc)
 		}
 		if err != nil {
+			r.waitAnalyze()
 			return err
 		}
 		names = append(names, journal.Phase{Name: PhaseDatabase})
 	}
 	if err := r.ensureJournal(ctx); err != nil {
+		r.waitAnalyze()
 		return err
 	}
 	var phases []journal.Phase
@@ -43,6 +45,7 @@ func (r *runner) runPhases(ctx context.Context) error {
 	}
 	outcomes, err := journal.Run(ctx, r.j, phases, journal.RunOptions{Logger: r.log, Now: r.now})
 	r.res.Phases = append(r.res.Phases, outcomes...)
+	r.waitAnalyze()
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,17 @@ type runner struct {
 	dbResume    bool
 	filesResume bool
 	creds       *auth.PostgresCredentials
+	// analyzed is closed when the ANALYZE started after the database commit
+	// ends; it runs beside the files, auth and resources phases.
+	analyzed chan struct{}
+}
+
+// waitAnalyze waits for the background ANALYZE, if one runs.
+func (r *runner) waitAnalyze() {
+	if r.analyzed != nil {
+		<-r.analyzed
+		r.analyzed = nil
+	}
 }
 
 // Run restores a bundle into cluster 0; see the package documentation for the

@@ -395,6 +395,13 @@ func TestMigrate_TwoSites(t *testing.T) {
 		}
 	}
 	s.checkMigrated(t, res.Digest)
+	// The restore gathered statistics (ANALYZE, beside the later phases)
+	// before it wrote the receipt.
+	var analyzed int
+	if err := s.targetDB.Connect(t).QueryRow(context.Background(), `SELECT count(*) FROM pg_catalog.pg_statistic
+		WHERE starelid IN ('public.events'::regclass, 'public.hosts'::regclass)`).Scan(&analyzed); err != nil || analyzed == 0 {
+		t.Errorf("no statistics on cluster 0's events and hosts after the restore (%v)", err)
+	}
 	for _, secret := range []string{s.kubeadminPassword, assisted.ScenarioPullSecret, "c2NlbmFyaW8tdXNlcjpzY2VuYXJpby1wYXNzd29yZA", "AGE-SECRET-KEY"} {
 		if strings.Contains(r.Stdout+r.Stderr, secret) {
 			t.Errorf("secret %.12s... in migrate's output", secret)
