@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/resources"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/progress"
 )
 
 // DefaultMigrateNamespace is where the infrastructure operator runs
@@ -70,6 +71,7 @@ type MigrateOptions struct {
 	ClusterID           string
 
 	StateDir string
+	DryRun   bool
 	Registry option.Registry
 	Output   option.Output
 	Terminal option.Terminal
@@ -171,6 +173,7 @@ Rerunning the same command continues where the last run stopped (the state is in
 	fs.StringVar(&o.CACertPath, "ca-cert-path", "", "Path, on cluster 0's hosts, of the CA of --service-url's certificate (for the controller)")
 	fs.StringVar(&o.ClusterID, "cluster-id", "", "Cluster 0's id in the database (default: the only cluster of the bundle)")
 	fs.StringVar(&o.StateDir, "state-dir", defaultStateDir(), "Where the run keeps its state and generated key (on node 0)")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "Run the preflight checks and print the plan; change nothing (not even with --force) and write no state")
 	o.Registry.AddFlags(fs)
 	o.Output.AddFlags(fs)
 	o.Terminal.AddFlags(fs)
@@ -309,6 +312,9 @@ type MigrateStepResult struct {
 
 // Run runs the steps that are not done yet.
 func (o *MigrateOptions) Run(ctx context.Context, env *Env) error {
+	if o.DryRun {
+		return o.dryRun(ctx, env)
+	}
 	st, err := loadState(o.StateDir, o.ref.String(), o.config.Host, o.Namespace)
 	if err != nil {
 		return stepError(stepPreflight, err)
@@ -423,7 +429,15 @@ func (o *MigrateOptions) bundle(ctx context.Context) (string, error) {
 		}
 		st.Watermark = wm
 	}
+	var bars *progress.Bars
+	if o.Terminal.ShowProgress(o.log, &o.Output) {
+		bars = progress.New(o.log, progress.Options{})
+		c.Progress = bars
+	}
 	res, err := bundle.Create(ctx, o.ref.String(), registryOptions(o.Registry), c)
+	if bars != nil {
+		bars.Wait()
+	}
 	if err != nil {
 		return "", bundleError(err)
 	}
@@ -479,4 +493,76 @@ func (o *MigrateOptions) identityText() (string, string, error) {
 		return string(data), o.Identity, err
 	}
 	return "", "", nil
+}
+
+// MigratePlan is the -o json|yaml result of `migrate --dry-run`.
+type MigratePlan struct {
+	APIVersion  string   `json:"apiVersion"`
+	Kind        string   `json:"kind"`
+	Reference   string   `json:"reference"`
+	Namespace   string   `json:"namespace"`
+	RestoreMode string   `json:"restoreMode"`
+	Preflight   string   `json:"preflight"`
+	Steps       []string `json:"steps"`
+}
+
+// dryRun runs the preflight checks with nothing forced and says what a real
+// run would do.
+func (o *MigrateOptions) dryRun(ctx context.Context, env *Env) error {
+	o.state = &migrateState{Steps: map[string]*stepState{}, dir: o.StateDir}
+	o.Force = false
+	fmt.Fprintf(o.log, "[1/%d] preflight (dry run) ...\n", len(migrateSteps))
+	detail, err := o.preflight(ctx)
+	if err != nil {
+		return stepError(stepPreflight, err)
+	}
+	mode := "job"
+	restore := fmt.Sprintf("apply a restore Job in %s running %s (PVCs %s and %s)", o.Namespace, o.RestoreImage, o.asc.DatabaseSize.String(), o.asc.FilesystemSize.String())
+	if o.direct {
+		mode, restore = "direct", "restore directly into --target-db and "+o.TargetDataDir+" (the restore command as a child process)"
+	}
+	keys := "a key pair generated for this run, kept in " + o.StateDir
+	if len(o.recipients) > 0 {
+		keys = fmt.Sprintf("%d given recipient(s)", len(o.recipients))
+	} else if o.NoEncryption {
+		keys = "no encryption"
+	}
+	var layers []string
+	if o.Postgres.IsSet() {
+		layers = append(layers, "database")
+	}
+	if o.DataDir != "" {
+		layers = append(layers, "files from "+o.DataDir)
+	}
+	switch {
+	case o.ManifestsDir != "":
+		layers = append(layers, "manifests from "+o.ManifestsDir)
+	case o.Resources == resourcesCluster:
+		layers = append(layers, "resources from node 0's API")
+	}
+	service := "skip: no --agent-service-config"
+	if o.asc != nil {
+		service = "create the AgentServiceConfig from " + o.AgentServiceConfig + " once the receipt exists"
+	}
+	switchTo := "skip: no --service-url"
+	if o.ServiceURL != "" {
+		switchTo = "switch the assisted-installer-controller to " + o.ServiceURL
+	}
+	plan := &MigratePlan{APIVersion: ResultAPIVersion, Kind: "MigratePlan", Reference: o.ref.String(), Namespace: o.Namespace,
+		RestoreMode: mode, Preflight: detail, Steps: []string{
+			"preflight: " + detail,
+			"bundle: " + strings.Join(layers, ", ") + " to " + o.ref.String() + ", encrypted to " + keys,
+			"restore: " + restore,
+			"wait: for the receipt of the pushed digest (timeout " + o.Timeout.String() + ")",
+			"service: " + service,
+			"switchover: " + switchTo,
+		}}
+	if o.Output.Machine() {
+		return o.Output.Print(env.Streams.Out, plan)
+	}
+	fmt.Fprintln(env.Streams.Out, "Dry run: nothing was changed. A real run would:")
+	for i, s := range plan.Steps {
+		fmt.Fprintf(env.Streams.Out, "  %d. %s\n", i+1, s)
+	}
+	return nil
 }

@@ -381,6 +381,21 @@ func unstructuredBool(obj map[string]any, fields ...string) (bool, bool, error) 
 // controller; then a rerun changes nothing, and no secret reached the output.
 func TestMigrate_TwoSites(t *testing.T) {
 	s := newMigrateSites(t)
+	// --dry-run: the checks and the plan, and nothing anywhere changes.
+	dry := s.plugin.Run(t, s.args("--dry-run", "-o", "json")...)
+	var plan struct {
+		Kind, RestoreMode string
+		Steps             []string
+	}
+	if err := json.Unmarshal([]byte(dry.Stdout), &plan); dry.ExitCode != 0 || err != nil || plan.Kind != "MigratePlan" || plan.RestoreMode != "direct" || len(plan.Steps) != 6 {
+		t.Fatalf("migrate --dry-run: %v\n%s", err, dry.Combined())
+	}
+	if entries, _ := os.ReadDir(s.stateDir); len(entries) != 0 {
+		t.Errorf("--dry-run wrote state: %v", entries)
+	}
+	if got := tableDigests(t, s.targetDB.URL); len(got) != 0 {
+		t.Errorf("--dry-run changed the target database: %v", got)
+	}
 	r := s.plugin.Run(t, s.args("-o", "json")...)
 	if r.ExitCode != 0 {
 		t.Fatalf("migrate exited %d:\n%s", r.ExitCode, r.Combined())
