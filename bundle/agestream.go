@@ -147,7 +147,9 @@ func (d *ageDecrypter) next() error {
 	last := false
 	switch {
 	case err == nil: // a full chunk and one more byte: not the last chunk
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	case err == io.EOF || err == io.ErrUnexpectedEOF: //nolint:errorlint // io.ReadFull's own values: the end of src
+		// (A source error wrapping io.ErrUnexpectedEOF, a connection cut in
+		// the middle of a download, is not the end: it is returned below.)
 		last = true
 	default:
 		return err

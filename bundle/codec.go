@@ -13,6 +13,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 )
 
 // The encoder settings are fixed (not derived from the machine) because the
@@ -24,15 +26,29 @@ var encoderOptions = []zstd.EOption{
 	zstd.WithEncoderCRC(true),
 }
 
+// encoderID names the encoder settings; a spool record made with other
+// settings is not reused (its bytes would differ from what this code makes).
+const encoderID = "zstd-fastest-crc;age-x25519"
+
 // maxDecoderWindow bounds the memory a hostile stream can make the decoder use.
 const maxDecoderWindow = 64 << 20
 
-// layerWriter is zstd, then age when there are recipients, into dst.
+// layerWriter is zstd, then age when there are recipients, into dst. The
+// encryption runs in its own goroutine (an AsyncWriter between the two), so
+// compressing and encrypting use two cores; dst's own stages (hashing,
+// storing, uploading) add more.
 type layerWriter struct {
 	zw  *zstd.Encoder
 	aw  io.WriteCloser
+	as  *pipe.AsyncWriter
 	raw int64 // plaintext bytes written
 }
+
+// Sizes of the hand-off between zstd and age: whole age chunks.
+const (
+	encryptBufSize = 256 << 10
+	encryptBufs    = 4
+)
 
 func newLayerWriter(dst io.Writer, recipients []age.Recipient) (*layerWriter, error) {
 	lw := &layerWriter{}
@@ -42,7 +58,9 @@ func newLayerWriter(dst io.Writer, recipients []age.Recipient) (*layerWriter, er
 		if err != nil {
 			return nil, fmt.Errorf("start encryption: %w", err)
 		}
-		lw.aw, out = aw, aw
+		lw.aw = aw
+		lw.as = pipe.NewAsyncWriter(aw, encryptBufSize, encryptBufs)
+		out = lw.as
 	}
 	zw, err := zstd.NewWriter(out, encoderOptions...)
 	if err != nil {
@@ -61,10 +79,13 @@ func (w *layerWriter) Write(p []byte) (int, error) {
 // Close ends the zstd frame, then the age stream (its last chunk and tag).
 func (w *layerWriter) Close() error {
 	err := w.zw.Close()
-	if w.aw != nil {
-		if aerr := w.aw.Close(); err == nil {
+	if w.as != nil {
+		if aerr := w.as.Close(); err == nil {
 			err = aerr
 		}
+	}
+	if w.aw != nil && err == nil {
+		err = w.aw.Close()
 	}
 	return err
 }
