@@ -323,12 +323,19 @@ func writeLayer(ctx context.Context, w oci.Writer, kind LayerKind, recipients []
 	id := "push " + string(kind)
 	p.Start(id, "push "+string(kind), 0)
 	var saved bool
-	bw, err := w.NewBlob(ctx, kind.MediaType(encrypted), oci.BlobOptions{SpoolFile: ls.file, OnUpload: func(n int64) { p.Add(id, n) }})
+	var lw *layerWriter
+	bo := oci.BlobOptions{SpoolFile: ls.file, OnUpload: func(n int64) { p.Add(id, n) }}
+	if ls.save != nil && ls.file != "" {
+		// Record the spooled layer as soon as the spool holds it whole: a
+		// run killed while the upload catches up can still be resumed.
+		bo.OnComplete = func(desc ocispec.Descriptor) { saved = ls.save(desc, lw.raw, nil, true) == nil }
+	}
+	bw, err := w.NewBlob(ctx, kind.MediaType(encrypted), bo)
 	if err != nil {
 		p.Done(id, err)
 		return nil, ocispec.Descriptor{}, fmt.Errorf("%s layer: %w", kind, err)
 	}
-	lw, err := newLayerWriter(bw, recipients)
+	lw, err = newLayerWriter(bw, recipients)
 	if err == nil {
 		err = produce(lw)
 		if cerr := lw.Close(); err == nil {
@@ -342,14 +349,14 @@ func writeLayer(ctx context.Context, w oci.Writer, kind LayerKind, recipients []
 	}
 	desc, err := bw.Commit()
 	var ue *oci.UploadError
-	if ls.save != nil && (err == nil || errors.As(err, &ue)) && desc.Digest != "" {
-		var session *oci.UploadSession
-		if ue != nil {
-			session = ue.Session
-		}
-		if serr := ls.save(desc, lw.raw, session, ls.file != ""); serr == nil {
-			saved = true
-		}
+	switch {
+	case ls.save == nil || desc.Digest == "":
+	case err == nil && !saved:
+		// Not spooled (plaintext, or no room): the record alone lets a
+		// rerun skip the layer when the registry has it.
+		saved = ls.save(desc, lw.raw, nil, ls.file != "") == nil
+	case errors.As(err, &ue) && saved && ue.Session != nil:
+		saved = ls.save(desc, lw.raw, ue.Session, true) == nil // where to resume
 	}
 	p.Done(id, err)
 	if err != nil {

@@ -34,7 +34,7 @@ import (
 const (
 	spoolVersion = 1
 	spoolMaxAge  = 7 * 24 * time.Hour // distribution's default upload purge age
-	spoolTempAge = time.Hour
+	spoolTempAge = time.Hour          // a blob without a record: its run was killed
 )
 
 // SpoolOptions configure the spool of Create.
@@ -100,9 +100,9 @@ func openSpool(dir string) (*spool, error) {
 
 func (s *spool) path(key, ext string) string { return filepath.Join(s.dir, key+ext) }
 
-// prune removes records older than spoolMaxAge with their blobs, and temp
-// blobs older than spoolTempAge (a run killed while producing), unless a
-// running push holds their lock.
+// prune removes records older than spoolMaxAge with their blobs, and blobs
+// without a record older than spoolTempAge (a run killed while producing),
+// unless a running push holds their lock.
 func (s *spool) prune() {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -110,8 +110,7 @@ func (s *spool) prune() {
 	}
 	now := time.Now()
 	for _, e := range entries {
-		name := e.Name()
-		key, ext, ok := strings.Cut(name, ".")
+		key, ext, ok := strings.Cut(e.Name(), ".")
 		if !ok || len(key) != 64 {
 			continue
 		}
@@ -120,14 +119,16 @@ func (s *spool) prune() {
 			continue
 		}
 		age := now.Sub(info.ModTime())
-		if (ext == "json" && age > spoolMaxAge) || (ext == "tmp" && age > spoolTempAge) {
-			release, ok := s.tryLock(key)
-			if !ok {
-				continue
-			}
-			_ = os.Remove(s.path(key, ".json"))
-			_ = os.Remove(s.path(key, ".blob"))
-			_ = os.Remove(s.path(key, ".tmp"))
+		stale := ext == "json" && age > spoolMaxAge
+		if ext == "blob" && age > spoolTempAge {
+			_, err := os.Stat(s.path(key, ".json"))
+			stale = err != nil
+		}
+		if !stale {
+			continue
+		}
+		if release, ok := s.tryLock(key); ok {
+			s.drop(key)
 			release(true)
 		}
 	}
@@ -168,9 +169,7 @@ func (s *spool) tryLock(key string) (release func(remove bool), ok bool) {
 func (s *spool) release(success bool) {
 	if success {
 		for _, key := range s.done {
-			_ = os.Remove(s.path(key, ".json"))
-			_ = os.Remove(s.path(key, ".blob"))
-			_ = os.Remove(s.path(key, ".tmp"))
+			s.drop(key)
 		}
 	}
 	for key, f := range s.locks {
@@ -212,7 +211,6 @@ func (s *spool) save(key string, e *spoolEntry) error {
 func (s *spool) drop(key string) {
 	_ = os.Remove(s.path(key, ".json"))
 	_ = os.Remove(s.path(key, ".blob"))
-	_ = os.Remove(s.path(key, ".tmp"))
 }
 
 // verifyBlob checks the spooled file against the record: size and digest.

@@ -39,6 +39,9 @@ type BlobOptions struct {
 	SpoolFile string
 	// OnUpload is called with the number of bytes the target just took.
 	OnUpload func(n int64)
+	// OnComplete is called, with a spool file, once the file holds the
+	// whole blob, before Commit waits for the end of the upload.
+	OnComplete func(desc ocispec.Descriptor)
 }
 
 // Sizes of the stages that hash and store a blob: writes of this size
@@ -73,6 +76,7 @@ func (h *hashWriter) Write(p []byte) (int, error) {
 // session the registry dropped cannot be replayed (the bytes are gone).
 type memBlob struct {
 	u         *uploader
+	abort     context.CancelFunc
 	mediaType string
 	onUpload  func(int64)
 	free      chan []byte
@@ -91,11 +95,13 @@ func newMemBlob(ctx context.Context, repo *remote.Repository, mediaType string, 
 	if err := u.start(); err != nil {
 		return nil, err
 	}
+	var abort context.CancelFunc
+	u.ctx, abort = context.WithCancel(u.ctx)
 	if chunk <= 0 {
 		chunk = DefaultChunkSize
 	}
 	chunk = max(chunk, u.minChunk)
-	b := &memBlob{u: u, mediaType: mediaType, onUpload: opts.OnUpload, free: make(chan []byte, 2), full: make(chan []byte, 2),
+	b := &memBlob{u: u, abort: abort, mediaType: mediaType, onUpload: opts.OnUpload, free: make(chan []byte, 2), full: make(chan []byte, 2),
 		failed: make(chan struct{}), done: make(chan struct{}), h: sha256.New()}
 	b.free <- make([]byte, 0, chunk)
 	b.cur = make([]byte, 0, chunk)
@@ -170,10 +176,13 @@ func (b *memBlob) Commit() (ocispec.Descriptor, error) {
 	b.stop()
 	if b.uerr != nil {
 		b.u.cancel()
+		b.abort()
 		return ocispec.Descriptor{}, b.uerr
 	}
 	desc := ocispec.Descriptor{MediaType: b.mediaType, Digest: digest.NewDigest(digest.SHA256, b.h), Size: b.size}
-	if err := b.u.finish(desc.Digest); err != nil {
+	err := b.u.finish(desc.Digest)
+	b.abort()
+	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
 	return desc, nil
@@ -183,8 +192,8 @@ func (b *memBlob) Abort() {
 	if b.finished {
 		return
 	}
-	b.cur = b.cur[:0] // nothing more to send
-	b.uerr = errors.Join(b.uerr, context.Canceled)
+	b.abort() // fails the chunk in flight; the queued ones are not sent
+	b.cur = nil
 	b.stop()
 	b.u.cancel()
 }
@@ -196,15 +205,16 @@ func (b *memBlob) Abort() {
 // the producer still runs to the end of the blob, so the spool holds it
 // whole for a later run (see PushFile); cancelling the context stops both.
 type spoolBlob struct {
-	ctx       context.Context
-	cancel    context.CancelFunc
-	path      string
-	f         *os.File
-	hw        *hashWriter
-	aw        *pipe.AsyncWriter
-	u         *uploader
-	mediaType string
-	onUpload  func(int64)
+	ctx        context.Context
+	cancel     context.CancelFunc
+	path       string
+	f          *os.File
+	hw         *hashWriter
+	aw         *pipe.AsyncWriter
+	u          *uploader
+	mediaType  string
+	onUpload   func(int64)
+	onComplete func(ocispec.Descriptor)
 
 	mu        sync.Mutex
 	cond      *sync.Cond
@@ -225,9 +235,9 @@ func newSpoolBlob(ctx context.Context, repo *remote.Repository, mediaType string
 		u.cancel()
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(u.ctx)
 	u.ctx = ctx // the upload stops with Abort too
-	b := &spoolBlob{ctx: ctx, cancel: cancel, path: opts.SpoolFile, f: f, u: u, mediaType: mediaType, onUpload: opts.OnUpload, upDone: make(chan struct{})}
+	b := &spoolBlob{ctx: ctx, cancel: cancel, path: opts.SpoolFile, f: f, u: u, mediaType: mediaType, onUpload: opts.OnUpload, onComplete: opts.OnComplete, upDone: make(chan struct{})}
 	b.cond = sync.NewCond(&b.mu)
 	b.hw = &hashWriter{w: f, h: sha256.New(), after: b.grew}
 	b.aw = pipe.NewAsyncWriter(b.hw, storeBufSize, storeBufs)
@@ -321,8 +331,11 @@ func (b *spoolBlob) Commit() (ocispec.Descriptor, error) {
 		_ = os.Remove(b.path)
 		return ocispec.Descriptor{}, fmt.Errorf("spool %s: %w", b.path, werr)
 	}
-	<-b.upDone
 	desc := ocispec.Descriptor{MediaType: b.mediaType, Digest: digest.NewDigest(digest.SHA256, b.hw.h), Size: b.hw.n}
+	if b.onComplete != nil {
+		b.onComplete(desc) // the spool holds the blob whole, whatever the upload does now
+	}
+	<-b.upDone
 	b.mu.Lock()
 	uerr := b.uerr
 	b.mu.Unlock()
