@@ -232,7 +232,7 @@ func Write(ctx context.Context, w oci.Writer, opts CreateOptions) (res *Result, 
 				if fp, _, err := files.Fingerprint(ctx, opts.Files.Dir, exclude); err != nil || fp != ls.fingerprint {
 					return nil
 				}
-				e := &spoolEntry{Kind: LayerFiles, Descriptor: desc, PlainBytes: plain, Blob: blob, Files: meta.Files, Session: session, Created: time.Now().UTC()}
+				e := &spoolEntry{Kind: LayerFiles, Source: ls.source, Descriptor: desc, PlainBytes: plain, Blob: blob, Files: meta.Files, Session: session, Created: time.Now().UTC()}
 				for id := range clusterIDs {
 					e.ClusterIDs = append(e.ClusterIDs, id)
 				}
@@ -312,8 +312,8 @@ filesDone:
 // record), file is where its ciphertext goes (empty: streamed from memory),
 // and save records it once its bytes are complete.
 type layerSpool struct {
-	key, fingerprint, file string
-	save                   func(desc ocispec.Descriptor, plain int64, session *oci.UploadSession, blob bool) error
+	key, fingerprint, file, source string
+	save                           func(desc ocispec.Descriptor, plain int64, session *oci.UploadSession, blob bool) error
 }
 
 // writeLayer runs produce into zstd (and age) and a blob of w.
@@ -404,7 +404,8 @@ func filesSpool(ctx context.Context, sp *spool, opts CreateOptions, exclude []st
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s layer: %v; it is pushed without the spool", LayerFiles, errSpoolBusy))
 		return layerSpool{}
 	}
-	ls := layerSpool{key: key, fingerprint: fp}
+	ls := layerSpool{key: key, fingerprint: fp, source: dir}
+	sp.sources[LayerFiles] = dir
 	if len(opts.Recipients) == 0 {
 		return ls // plaintext is never spooled; the record alone lets a rerun skip what the registry has
 	}

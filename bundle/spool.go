@@ -66,8 +66,11 @@ type SpoolReuse struct {
 
 // spoolEntry records a layer produced completely into the spool.
 type spoolEntry struct {
-	Version    int                `json:"version"`
-	Kind       LayerKind          `json:"kind"`
+	Version int       `json:"version"`
+	Kind    LayerKind `json:"kind"`
+	// Source is what the layer was made from (the data directory), so that
+	// a successful push can drop the records of earlier attempts on it.
+	Source     string             `json:"source"`
 	Descriptor ocispec.Descriptor `json:"descriptor"`
 	PlainBytes int64              `json:"plainBytes"`
 	// Blob is true when the ciphertext is in the spool (encrypted layers).
@@ -79,9 +82,10 @@ type spoolEntry struct {
 }
 
 type spool struct {
-	dir   string
-	locks map[string]*os.File
-	done  []string // keys to remove after a successful push
+	dir     string
+	locks   map[string]*os.File
+	done    []string // keys to remove after a successful push
+	sources map[LayerKind]string
 }
 
 // openSpool creates dir (private) and prunes what is stale: records older
@@ -93,7 +97,7 @@ func openSpool(dir string) (*spool, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool directory: %w", err)
 	}
-	s := &spool{dir: dir, locks: map[string]*os.File{}}
+	s := &spool{dir: dir, locks: map[string]*os.File{}, sources: map[LayerKind]string{}}
 	s.prune()
 	return s, nil
 }
@@ -165,12 +169,14 @@ func (s *spool) tryLock(key string) (release func(remove bool), ok bool) {
 }
 
 // release drops the locks; with success, the entries this push used are
-// removed first.
+// removed first, and so are those of earlier attempts on the same sources
+// (made from a tree that changed since): they will not be resumed.
 func (s *spool) release(success bool) {
 	if success {
 		for _, key := range s.done {
 			s.drop(key)
 		}
+		s.dropSuperseded()
 	}
 	for key, f := range s.locks {
 		if success {
@@ -179,6 +185,27 @@ func (s *spool) release(success bool) {
 		unlockFile(f)
 	}
 	s.locks = map[string]*os.File{}
+}
+
+func (s *spool) dropSuperseded() {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return
+	}
+	for _, de := range entries {
+		key, ok := strings.CutSuffix(de.Name(), ".json")
+		if !ok || len(key) != 64 {
+			continue
+		}
+		e := s.load(key)
+		if e == nil || e.Source == "" || s.sources[e.Kind] != e.Source {
+			continue
+		}
+		if release, ok := s.tryLock(key); ok {
+			s.drop(key)
+			release(true)
+		}
+	}
 }
 
 // load returns the key's record, nil when there is none or it is unusable.

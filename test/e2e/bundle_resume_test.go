@@ -224,3 +224,56 @@ func TestBundle_ExtractNetworkCut(t *testing.T) {
 		t.Fatalf("a failed extraction left %v in %s", names, parent)
 	}
 }
+
+// TestBundle_ResumePushChangedTree: when the data changed between the failed
+// push and the rerun, the spooled layer is not what the rerun must push; the
+// rerun produces the layer again from the current tree, and its success
+// clears the spool, the stale ciphertext included.
+func TestBundle_ResumePushChangedTree(t *testing.T) {
+	reg := harness.StartInProcessRegistry(t)
+	p := harness.NewPlugin(t)
+	key, recipient := ageKey(t)
+	data := bulkData(t, "kubeadmin-pw-not-secret-here")
+	proxy := harness.StartFaultyProxy(t, reg.Host)
+	viaProxy := *reg
+	viaProxy.Host = proxy.Addr
+	ref := viaProxy.Ref("assisted/node0", "v1")
+	args := append([]string{"bundle", "create", "--to", ref, "--data-dir", data, "--recipient", recipient, "-o", "json"}, registryArgs(&viaProxy)...)
+
+	proxy.CutUpAfter(30 << 20)
+	if r := p.Run(t, args...); r.ExitCode == 0 {
+		t.Fatalf("first push succeeded through a cut link\n%s", r.Combined())
+	}
+	proxy.Restore()
+	spool := filepath.Join(p.Home, ".cache", "kubectl-assisted", "spool")
+	if n := len(spoolFiles(t, spool)); n != 2 {
+		t.Fatalf("spool after the failed push: %v, want a record and a blob", spoolFiles(t, spool))
+	}
+
+	// assisted-service wrote one more line of log in between.
+	f, err := os.OpenFile(filepath.Join(data, bundleClusterID, "logs", "host", "logs.tar.gz"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("one more line\n")
+	f.Close()
+
+	second := p.MustRun(t, args...)
+	var res resumeResult
+	if err := json.Unmarshal([]byte(second.Stdout), &res); err != nil || len(res.Layers) != 1 {
+		t.Fatalf("second push result: %v\n%s", err, second.Stdout)
+	}
+	if res.Layers[0].Reused != "" {
+		t.Fatalf("the files layer of a changed tree was taken from the spool (%s)", res.Layers[0].Reused)
+	}
+	if left := spoolFiles(t, spool); len(left) > 0 {
+		t.Fatalf("spool not cleaned after the successful push: %v", left)
+	}
+	// The pushed layer holds the new line.
+	out := filepath.Join(t.TempDir(), "x")
+	p.MustRun(t, append([]string{"bundle", "extract", reg.Ref("assisted/node0", "v1"), "--identity", key, "--dir", out}, registryArgs(reg)...)...)
+	b, err := os.ReadFile(filepath.Join(out, "files", bundleClusterID, "logs", "host", "logs.tar.gz"))
+	if err != nil || !strings.HasSuffix(string(b), "one more line\n") {
+		t.Fatalf("extracted log: %v, does not end with the line written before the rerun", err)
+	}
+}
