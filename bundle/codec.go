@@ -28,7 +28,7 @@ var encoderOptions = []zstd.EOption{
 
 // encoderID names the encoder settings; a spool record made with other
 // settings is not reused (its bytes would differ from what this code makes).
-const encoderID = "zstd-fastest-crc;age-x25519"
+const encoderID = "zstd-fastest-crc+raw-frames;age-x25519"
 
 // maxDecoderWindow bounds the memory a hostile stream can make the decoder use.
 const maxDecoderWindow = 64 << 20
@@ -41,7 +41,11 @@ type layerWriter struct {
 	zw  *zstd.Encoder
 	aw  io.WriteCloser
 	as  *pipe.AsyncWriter
-	raw int64 // plaintext bytes written
+	out io.Writer // what zstd writes to
+	raw int64     // plaintext bytes written
+	// stored is set between StoreRaw(true) and StoreRaw(false): the bytes
+	// go into a frame of raw blocks.
+	stored *rawFrame
 }
 
 // Sizes of the hand-off between zstd and age: whole age chunks.
@@ -66,19 +70,54 @@ func newLayerWriter(dst io.Writer, recipients []age.Recipient) (*layerWriter, er
 	if err != nil {
 		return nil, err
 	}
-	lw.zw = zw
+	lw.zw, lw.out = zw, out
 	return lw, nil
 }
 
 func (w *layerWriter) Write(p []byte) (int, error) {
-	n, err := w.zw.Write(p)
+	var n int
+	var err error
+	if w.stored != nil {
+		n, err = w.stored.Write(p)
+	} else {
+		n, err = w.zw.Write(p)
+	}
 	w.raw += int64(n)
 	return n, err
 }
 
+// StoreRaw switches to raw blocks (files.RawHinter): already compressed
+// content is stored, not run through zstd's match finder, which gains
+// nothing on it and costs about as much CPU as hashing it. The current frame
+// ends; the raw bytes form their own frame; the next compressed bytes start
+// a new one. A layer is thus a sequence of zstd frames, which every decoder
+// reads as one stream (RFC 8878, section 3.1).
+func (w *layerWriter) StoreRaw(raw bool) error {
+	switch {
+	case raw && w.stored == nil:
+		if err := w.zw.Close(); err != nil {
+			return err
+		}
+		w.stored = &rawFrame{out: w.out}
+	case !raw && w.stored != nil:
+		if err := w.stored.finish(); err != nil {
+			return err
+		}
+		w.stored = nil
+		w.zw.Reset(w.out)
+	}
+	return nil
+}
+
 // Close ends the zstd frame, then the age stream (its last chunk and tag).
 func (w *layerWriter) Close() error {
-	err := w.zw.Close()
+	var err error
+	if w.stored != nil {
+		err = w.stored.finish() // the compressed frame before it is closed
+		w.stored = nil
+	} else {
+		err = w.zw.Close()
+	}
 	if w.as != nil {
 		if aerr := w.as.Close(); err == nil {
 			err = aerr
@@ -88,6 +127,67 @@ func (w *layerWriter) Close() error {
 		err = w.aw.Close()
 	}
 	return err
+}
+
+// rawFrame writes a zstd frame of raw blocks (RFC 8878): the frame header
+// (no content size, no checksum, a 128 KiB window) and the bytes in blocks of
+// 128 KiB, each behind its 3-byte header. The last block is held back until
+// finish, which marks it last.
+type rawFrame struct {
+	out     io.Writer
+	block   []byte
+	started bool
+}
+
+const rawBlockSize = 128 << 10
+
+// rawFrameHeader: the magic number, a frame header descriptor with no
+// optional field but the window descriptor, and a window of 2^(10+7) bytes.
+var rawFrameHeader = []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3}
+
+func (f *rawFrame) Write(p []byte) (int, error) {
+	if !f.started {
+		if _, err := f.out.Write(rawFrameHeader); err != nil {
+			return 0, err
+		}
+		f.started = true
+		f.block = make([]byte, 0, rawBlockSize)
+	}
+	n := 0
+	for len(p) > 0 {
+		if len(f.block) == rawBlockSize {
+			if err := f.emit(false); err != nil {
+				return n, err
+			}
+		}
+		m := copy(f.block[len(f.block):rawBlockSize], p)
+		f.block = f.block[:len(f.block)+m]
+		p, n = p[m:], n+m
+	}
+	return n, nil
+}
+
+func (f *rawFrame) emit(last bool) error {
+	h := uint32(len(f.block)) << 3 // block type 0: raw
+	if last {
+		h |= 1
+	}
+	if _, err := f.out.Write([]byte{byte(h), byte(h >> 8), byte(h >> 16)}); err != nil {
+		return err
+	}
+	if _, err := f.out.Write(f.block); err != nil {
+		return err
+	}
+	f.block = f.block[:0]
+	return nil
+}
+
+// finish writes the last block; a frame that got no byte is not written.
+func (f *rawFrame) finish() error {
+	if !f.started {
+		return nil
+	}
+	return f.emit(true)
 }
 
 // verifier checks a blob's size and digest as it streams. Read never returns
