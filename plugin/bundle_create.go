@@ -62,7 +62,13 @@ func NewCmdBundleCreate(env *Env) *cobra.Command {
 		Long: `Collect node 0's assisted-service state and write it as one bundle to REF: a registry
 (HOST[:PORT]/REPO[:TAG]), an OCI layout directory (oci:DIR[:TAG]) or an archive
 (oci-archive:FILE[:TAG]). Each layer is zstd-compressed and age-encrypted to the
-recipients, and streamed: nothing is staged on disk for a registry.
+recipients, and streamed: memory stays flat whatever the data size.
+
+An encrypted push to a registry keeps the files layer's ciphertext in a spool
+(--spool-dir) until the push succeeds: if it is interrupted, run the same
+command again and it resumes, without reading, compressing or encrypting the
+files again when they did not change. The spool holds ciphertext only and is
+emptied by a successful push; --no-spool streams without it.
 
 The bundle holds secrets (pull secrets, the kubeadmin password, Secret data), so a
 registry target needs --recipient/--recipients-file, or an explicit --no-encryption.
@@ -77,6 +83,9 @@ randomized, so encrypted bundles never do.`,
   # Add the assisted CRs of namespace cluster0 from node 0's API
   %[1]s assisted bundle create --to oci:/var/tmp/bundle:v1 --resources cluster -n cluster0 \
       --recipients-file keys.txt
+
+  # Resume an interrupted push: the same command again
+  %[1]s assisted bundle create --to registry.example.com/assisted/node0:v1 --recipient age1...
 
   # Reproducible, unencrypted, local
   SOURCE_DATE_EPOCH=1700000000 %[1]s assisted bundle create --to oci-archive:b.tar --data-dir ./data`),
