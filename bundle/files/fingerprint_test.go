@@ -83,7 +83,7 @@ func TestWriteRawHints(t *testing.T) {
 	zw.Write(bytes.Repeat([]byte{7}, MinRawSize))
 	zw.Close()
 	os.WriteFile(filepath.Join(d, "a.tar.gz"), gz.Bytes(), 0o644)
-	os.WriteFile(filepath.Join(d, "b.gz"), gz.Bytes()[:100], 0o644)                       // compressed but small
+	os.WriteFile(filepath.Join(d, "b.gz"), gz.Bytes()[:100], 0o644)                         // compressed but small
 	os.WriteFile(filepath.Join(d, "c.log"), bytes.Repeat([]byte("x"), MinRawSize+1), 0o644) // large, not compressed
 	var out hintRecorder
 	if _, err := Write(context.Background(), &out, d, WriteOptions{}); err != nil {
