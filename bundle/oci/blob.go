@@ -303,7 +303,7 @@ func (b *spoolBlob) Write(p []byte) (int, error) {
 	}
 	n, err := b.aw.Write(p)
 	if err != nil {
-		return n, fmt.Errorf("spool %s: %w", b.path, err)
+		return n, fmt.Errorf("spool %s: %w (give --spool-dir on a filesystem with room for the layer, or --no-spool)", b.path, err)
 	}
 	return n, nil
 }
