@@ -180,81 +180,16 @@ func Write(ctx context.Context, w oci.Writer, opts CreateOptions) (res *Result, 
 		}
 	}
 	if opts.Files != nil {
-		exclude := opts.Files.Exclude
-		if exclude == nil {
-			exclude = files.DefaultExcludes
-		}
-		produce := func(lw io.Writer) error {
-			id := "read " + string(LayerFiles)
-			p.Start(id, "read files", 0)
-			sum, err := files.Write(ctx, lw, opts.Files.Dir, files.WriteOptions{
-				Exclude: exclude,
-				OnBytes: func(n int64) { p.Add(id, n) },
-			})
-			p.Done(id, err)
-			if err != nil {
-				return fmt.Errorf("files: %w", err)
-			}
-			meta.Files = &FilesInfo{Files: sum.Files, Dirs: sum.Dirs, Symlinks: sum.Symlinks, HardLinks: sum.HardLinks, Bytes: sum.Bytes, Excluded: exclude}
-			for _, id := range sum.ClusterIDs {
-				clusterIDs[id] = true
-			}
-			return nil
-		}
-		ls := layerSpool{}
-		if sp != nil {
-			ls = filesSpool(ctx, sp, opts, exclude, res.Spool)
-		}
-		if ls.key != "" {
-			if e := sp.load(ls.key); e != nil && e.Kind == LayerFiles && e.Files != nil {
-				lr, desc, err := reuseLayer(ctx, w.(oci.Resumer), sp, ls.key, e, encrypted, p)
-				switch {
-				case err == nil && lr != nil:
-					layers = append(layers, desc)
-					res.Layers = append(res.Layers, lr.LayerResult)
-					res.Spool.Reused = append(res.Spool.Reused, SpoolReuse{Kind: LayerFiles, How: lr.Reused, SentBytes: lr.sent})
-					files := *e.Files
-					meta.Files = &files
-					for _, id := range e.ClusterIDs {
-						clusterIDs[id] = true
-					}
-					sp.done = append(sp.done, ls.key)
-					goto filesDone
-				case err != nil:
-					return nil, fmt.Errorf("%s layer (from the spool, %s): %w", LayerFiles, sp.dir, err)
-				}
-				// Not reusable (no spooled copy, or a damaged one): produce it again.
-				sp.drop(ls.key)
-			}
-			ls.save = func(desc ocispec.Descriptor, plain int64, session *oci.UploadSession, blob bool) error {
-				// Only a tree that did not change while it was read is
-				// what a rerun will find under the same fingerprint.
-				if fp, _, err := files.Fingerprint(ctx, opts.Files.Dir, exclude); err != nil || fp != ls.fingerprint {
-					return nil
-				}
-				e := &spoolEntry{Kind: LayerFiles, Source: ls.source, Descriptor: desc, PlainBytes: plain, Blob: blob, Files: meta.Files, Session: session, Created: time.Now().UTC()}
-				for id := range clusterIDs {
-					e.ClusterIDs = append(e.ClusterIDs, id)
-				}
-				sort.Strings(e.ClusterIDs)
-				if err := sp.save(ls.key, e); err != nil {
-					return err
-				}
-				sp.done = append(sp.done, ls.key)
-				return nil
-			}
-		}
-		if ls.file != "" {
-			_ = os.Remove(ls.file) // an incomplete one of an earlier run
-		}
-		lr, desc, err := writeLayer(ctx, w, LayerFiles, opts.Recipients, p, produce, ls)
+		lr, desc, ids, err := writeFilesLayer(ctx, w, sp, opts, p, meta, res.Spool)
 		if err != nil {
 			return nil, err
 		}
 		layers = append(layers, desc)
 		res.Layers = append(res.Layers, *lr)
+		for _, id := range ids {
+			clusterIDs[id] = true
+		}
 	}
-filesDone:
 	if opts.Resources != nil {
 		err := add(LayerResources, func(lw io.Writer) error {
 			sum, err := opts.Resources.Write(ctx, lw)
@@ -306,6 +241,76 @@ filesDone:
 	res.Digest, res.MediaType, res.Size = mdesc.Digest.String(), mdesc.MediaType, mdesc.Size
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// writeFilesLayer writes the files layer, through the spool when there is
+// one: taken from it when an earlier run spooled the same tree, else
+// produced and recorded in it. It sets meta.Files and returns the cluster ids
+// found in the tree.
+func writeFilesLayer(ctx context.Context, w oci.Writer, sp *spool, opts CreateOptions, p Progress, meta *Metadata, rep *SpoolReport) (*LayerResult, ocispec.Descriptor, []string, error) {
+	exclude := opts.Files.Exclude
+	if exclude == nil {
+		exclude = files.DefaultExcludes
+	}
+	var clusterIDs []string
+	produce := func(lw io.Writer) error {
+		id := "read " + string(LayerFiles)
+		p.Start(id, "read files", 0)
+		sum, err := files.Write(ctx, lw, opts.Files.Dir, files.WriteOptions{
+			Exclude: exclude,
+			OnBytes: func(n int64) { p.Add(id, n) },
+		})
+		p.Done(id, err)
+		if err != nil {
+			return fmt.Errorf("files: %w", err)
+		}
+		meta.Files = &FilesInfo{Files: sum.Files, Dirs: sum.Dirs, Symlinks: sum.Symlinks, HardLinks: sum.HardLinks, Bytes: sum.Bytes, Excluded: exclude}
+		clusterIDs = sum.ClusterIDs
+		return nil
+	}
+	ls := layerSpool{}
+	if sp != nil {
+		ls = filesSpool(ctx, sp, opts, exclude, rep)
+	}
+	if ls.key != "" {
+		if e := sp.load(ls.key); e != nil && e.Kind == LayerFiles && e.Files != nil {
+			lr, desc, err := reuseLayer(ctx, w.(oci.Resumer), sp, ls.key, e, len(opts.Recipients) > 0, p)
+			if err != nil {
+				return nil, desc, nil, fmt.Errorf("%s layer (from the spool, %s): %w", LayerFiles, sp.dir, err)
+			}
+			if lr != nil {
+				rep.Reused = append(rep.Reused, SpoolReuse{Kind: LayerFiles, How: lr.Reused, SentBytes: lr.sent})
+				fi := *e.Files
+				meta.Files = &fi
+				sp.done = append(sp.done, ls.key)
+				return &lr.LayerResult, desc, e.ClusterIDs, nil
+			}
+			// Not reusable (no spooled copy, or a damaged one): produce it again.
+			sp.drop(ls.key)
+		}
+		ls.save = func(desc ocispec.Descriptor, plain int64, session *oci.UploadSession, blob bool) error {
+			// Only a tree that did not change while it was read is what a
+			// rerun will find under the same fingerprint.
+			if fp, _, err := files.Fingerprint(ctx, opts.Files.Dir, exclude); err != nil || fp != ls.fingerprint {
+				return errors.New("the tree changed while it was read")
+			}
+			e := &spoolEntry{Kind: LayerFiles, Source: ls.source, Descriptor: desc, PlainBytes: plain, Blob: blob, Files: meta.Files,
+				ClusterIDs: clusterIDs, Session: session, Created: time.Now().UTC()}
+			if err := sp.save(ls.key, e); err != nil {
+				return err
+			}
+			sp.done = append(sp.done, ls.key)
+			return nil
+		}
+	}
+	if ls.file != "" {
+		_ = os.Remove(ls.file) // an incomplete one of an earlier run
+	}
+	lr, desc, err := writeLayer(ctx, w, LayerFiles, opts.Recipients, p, produce, ls)
+	if err != nil {
+		return nil, desc, nil, err
+	}
+	return lr, desc, clusterIDs, nil
 }
 
 // layerSpool is how a layer uses the spool: key names its record (empty: no
