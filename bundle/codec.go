@@ -130,13 +130,14 @@ func (w *layerWriter) Close() error {
 }
 
 // rawFrame writes a zstd frame of raw blocks (RFC 8878): the frame header
-// (no content size, no checksum, a 128 KiB window) and the bytes in blocks of
-// 128 KiB, each behind its 3-byte header. The last block is held back until
-// finish, which marks it last.
+// (no content size, no checksum, a 128 KiB window), then the bytes in blocks
+// of up to 128 KiB, each behind its 3-byte header, written straight from the
+// caller's slice; finish ends the frame with an empty last block (the format
+// allows it), so no block is held back.
 type rawFrame struct {
 	out     io.Writer
-	block   []byte
 	started bool
+	hdr     [3]byte
 }
 
 const rawBlockSize = 128 << 10
@@ -151,43 +152,40 @@ func (f *rawFrame) Write(p []byte) (int, error) {
 			return 0, err
 		}
 		f.started = true
-		f.block = make([]byte, 0, rawBlockSize)
 	}
 	n := 0
 	for len(p) > 0 {
-		if len(f.block) == rawBlockSize {
-			if err := f.emit(false); err != nil {
-				return n, err
-			}
+		b := p[:min(len(p), rawBlockSize)]
+		if err := f.block(b, false); err != nil {
+			return n, err
 		}
-		m := copy(f.block[len(f.block):rawBlockSize], p)
-		f.block = f.block[:len(f.block)+m]
-		p, n = p[m:], n+m
+		p, n = p[len(b):], n+len(b)
 	}
 	return n, nil
 }
 
-func (f *rawFrame) emit(last bool) error {
-	h := uint32(len(f.block)) << 3 // block type 0: raw
+func (f *rawFrame) block(b []byte, last bool) error {
+	h := uint32(len(b)) << 3 // block type 0: raw
 	if last {
 		h |= 1
 	}
-	if _, err := f.out.Write([]byte{byte(h), byte(h >> 8), byte(h >> 16)}); err != nil {
+	f.hdr = [3]byte{byte(h), byte(h >> 8), byte(h >> 16)}
+	if _, err := f.out.Write(f.hdr[:]); err != nil {
 		return err
 	}
-	if _, err := f.out.Write(f.block); err != nil {
-		return err
+	if len(b) == 0 {
+		return nil
 	}
-	f.block = f.block[:0]
-	return nil
+	_, err := f.out.Write(b)
+	return err
 }
 
-// finish writes the last block; a frame that got no byte is not written.
+// finish ends the frame; a frame that got no byte is not written.
 func (f *rawFrame) finish() error {
 	if !f.started {
 		return nil
 	}
-	return f.emit(true)
+	return f.block(nil, true)
 }
 
 // verifier checks a blob's size and digest as it streams. Read never returns
