@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
@@ -15,8 +17,9 @@ import (
 // the files blob is large enough to cut in the middle.
 const bulkSize = 48 << 20
 
-// bulkData is assistedData plus bulkSize bytes of random data (like the
-// gzipped log archives that make most of /data).
+// bulkData is assistedData plus a gzip archive of bulkSize random bytes (like
+// the gzipped log archives that make most of /data: the bundle stores it as
+// zstd raw blocks).
 func bulkData(t *testing.T, kubeadminPassword string) string {
 	t.Helper()
 	d := assistedData(t, kubeadminPassword)
@@ -25,7 +28,11 @@ func bulkData(t *testing.T, kubeadminPassword string) string {
 	for i := range b {
 		b[i] = byte(rng.Uint32())
 	}
-	if err := os.WriteFile(filepath.Join(d, bundleClusterID, "logs", "host", "big.tar.gz"), b, 0o644); err != nil {
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.NoCompression)
+	zw.Write(b)
+	zw.Close()
+	if err := os.WriteFile(filepath.Join(d, bundleClusterID, "logs", "host", "big.tar.gz"), gz.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return d
