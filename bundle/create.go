@@ -417,7 +417,7 @@ func filesSpool(ctx context.Context, sp *spool, opts CreateOptions, exclude []st
 	// The spooled layer is about the size of the files (they are mostly
 	// compressed already); keep a margin for the rest of the disk's users.
 	need := treeBytes + treeBytes/50 + spoolMargin
-	if free, ok := freeBytes(sp.dir); ok && free < need {
+	if free, ok := diskFree(sp.dir); ok && free < need {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s layer: the spool directory %s has %s free, about %s is needed: the layer is streamed without the spool, and an interrupted push will produce it again (give --spool-dir on a larger filesystem)",
 			LayerFiles, sp.dir, humanBytes(free), humanBytes(need)))
 		return ls

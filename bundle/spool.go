@@ -263,10 +263,6 @@ func spoolKey(parts map[string]any) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// freeBytes is the space left for an unprivileged user on dir's filesystem;
-// ok is false where it cannot be known.
-func freeBytes(dir string) (int64, bool) { return diskFree(dir) }
-
 var errSpoolBusy = errors.New("another push holds this layer's spool entry")
 
 func humanBytes(n int64) string {

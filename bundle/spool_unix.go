@@ -27,6 +27,8 @@ func unlockFile(f *os.File) {
 	f.Close()
 }
 
+// diskFree is the space left for an unprivileged user on dir's filesystem;
+// false where it cannot be known.
 func diskFree(dir string) (int64, bool) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
