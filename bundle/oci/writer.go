@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -15,6 +14,8 @@ import (
 	"oras.land/oras-go/v2/content"
 	orasoci "oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 )
 
 // Writer stores one bundle: large blobs streamed in before their digest is
@@ -22,8 +23,9 @@ import (
 // reference's tag. Nothing is visible under the tag until PushManifest, so an
 // interrupted write leaves at most unreferenced blobs behind.
 type Writer interface {
-	// PushStream stores everything r yields as one blob and returns its descriptor.
-	PushStream(ctx context.Context, mediaType string, r io.Reader) (ocispec.Descriptor, error)
+	// NewBlob starts a blob whose bytes are written to the returned
+	// BlobWriter and whose descriptor Commit returns.
+	NewBlob(ctx context.Context, mediaType string, opts BlobOptions) (BlobWriter, error)
 	// PushBytes stores a small blob; it skips the upload when the target has it.
 	PushBytes(ctx context.Context, mediaType string, b []byte) (ocispec.Descriptor, error)
 	// PushManifest stores the manifest and points the reference's tag at it.
@@ -64,14 +66,39 @@ func NewWriter(ctx context.Context, ref Reference, opts RegistryOptions) (Writer
 	return nil, fmt.Errorf("unknown transport %q", ref.Transport)
 }
 
+// Resumer is a Writer to a registry: a blob a spool holds whole can be
+// skipped when the registry has it, or uploaded from the spool file,
+// resuming an earlier run's upload session.
+type Resumer interface {
+	// Exists reports whether the target holds the blob.
+	Exists(ctx context.Context, desc ocispec.Descriptor) (bool, error)
+	// PushFile uploads the blob desc from path, a complete copy of it,
+	// resuming session when the registry still has it. It returns the bytes
+	// sent; its error is an *UploadError naming the session to resume.
+	PushFile(ctx context.Context, desc ocispec.Descriptor, path string, session *UploadSession, onUpload func(int64)) (int64, error)
+}
+
 type registryWriter struct {
 	repo  *remote.Repository
 	tag   string
 	chunk int
 }
 
-func (w *registryWriter) PushStream(ctx context.Context, mediaType string, r io.Reader) (ocispec.Descriptor, error) {
-	return streamUpload(ctx, w.repo, mediaType, r, w.chunk)
+func (w *registryWriter) NewBlob(ctx context.Context, mediaType string, opts BlobOptions) (BlobWriter, error) {
+	if opts.SpoolFile != "" {
+		return newSpoolBlob(ctx, w.repo, mediaType, opts)
+	}
+	return newMemBlob(ctx, w.repo, mediaType, w.chunk, opts)
+}
+
+func (w *registryWriter) Exists(ctx context.Context, desc ocispec.Descriptor) (bool, error) {
+	return w.repo.Exists(ctx, desc)
+}
+
+func (w *registryWriter) PushFile(ctx context.Context, desc ocispec.Descriptor, path string, session *UploadSession, onUpload func(int64)) (int64, error) {
+	var sent int64
+	err := pushFile(ctx, w.repo, desc, path, session, onUpload, &sent)
+	return sent, err
 }
 
 func (w *registryWriter) PushBytes(ctx context.Context, mediaType string, b []byte) (ocispec.Descriptor, error) {
@@ -117,36 +144,78 @@ func newLayoutWriter(ctx context.Context, dir, tag string, created bool) (*layou
 	return &layoutWriter{dir: dir, tag: tag, store: store, created: created}, nil
 }
 
-func (w *layoutWriter) PushStream(ctx context.Context, mediaType string, r io.Reader) (ocispec.Descriptor, error) {
+func (w *layoutWriter) NewBlob(ctx context.Context, mediaType string, opts BlobOptions) (BlobWriter, error) {
 	f, err := os.CreateTemp(w.dir, ".ingest-")
 	if err != nil {
-		return ocispec.Descriptor{}, fmt.Errorf("stage blob: %w", err)
+		return nil, fmt.Errorf("stage blob: %w", err)
 	}
 	w.temps = append(w.temps, f.Name())
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), contextReader{ctx, r})
-	if err == nil {
-		err = f.Sync()
+	hw := &hashWriter{w: f, h: sha256.New()}
+	return &layoutBlob{ctx: ctx, w: w, f: f, hw: hw, aw: pipe.NewAsyncWriter(hw, storeBufSize, storeBufs), mediaType: mediaType, onUpload: opts.OnUpload}, nil
+}
+
+// layoutBlob writes a blob to a temp file in the layout, hashed on the way
+// in its own goroutine; Commit syncs it and renames it into blobs/sha256.
+type layoutBlob struct {
+	ctx       context.Context
+	w         *layoutWriter
+	f         *os.File
+	hw        *hashWriter
+	aw        *pipe.AsyncWriter
+	mediaType string
+	onUpload  func(int64)
+	finished  bool
+}
+
+func (b *layoutBlob) Write(p []byte) (int, error) {
+	if err := b.ctx.Err(); err != nil {
+		return 0, err
 	}
-	if cerr := f.Close(); err == nil {
+	n, err := b.aw.Write(p)
+	if b.onUpload != nil && n > 0 {
+		b.onUpload(int64(n))
+	}
+	return n, err
+}
+
+func (b *layoutBlob) Commit() (ocispec.Descriptor, error) {
+	if b.finished {
+		return ocispec.Descriptor{}, errors.New("blob already committed")
+	}
+	b.finished = true
+	err := b.aw.Close()
+	if err == nil {
+		err = b.f.Sync()
+	}
+	if cerr := b.f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		_ = os.Remove(f.Name())
+		_ = os.Remove(b.f.Name())
 		return ocispec.Descriptor{}, err
 	}
-	desc := ocispec.Descriptor{MediaType: mediaType, Digest: digest.NewDigest(digest.SHA256, h), Size: n}
-	blobDir := filepath.Join(w.dir, ocispec.ImageBlobsDir, desc.Digest.Algorithm().String())
+	desc := ocispec.Descriptor{MediaType: b.mediaType, Digest: digest.NewDigest(digest.SHA256, b.hw.h), Size: b.hw.n}
+	blobDir := filepath.Join(b.w.dir, ocispec.ImageBlobsDir, desc.Digest.Algorithm().String())
 	if err := os.MkdirAll(blobDir, 0o755); err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
+	if err := os.Chmod(b.f.Name(), 0o644); err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	if err := os.Rename(f.Name(), filepath.Join(blobDir, desc.Digest.Encoded())); err != nil {
+	if err := os.Rename(b.f.Name(), filepath.Join(blobDir, desc.Digest.Encoded())); err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("store blob: %w", err)
 	}
 	return desc, nil
+}
+
+func (b *layoutBlob) Abort() {
+	if b.finished {
+		return
+	}
+	b.finished = true
+	_ = b.aw.Close()
+	_ = b.f.Close()
+	_ = os.Remove(b.f.Name())
 }
 
 func (w *layoutWriter) PushBytes(ctx context.Context, mediaType string, b []byte) (ocispec.Descriptor, error) {
@@ -194,15 +263,3 @@ func (w *archiveWriter) Close() error {
 }
 
 func (w *archiveWriter) Abort() { _ = os.RemoveAll(w.dir) }
-
-type contextReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c contextReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}

@@ -9,12 +9,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
-// measured is one child process run: wall time and peak resident memory.
+// measured is one child process run: wall time, CPU time (its own and its
+// children's: a shell pipeline counts whole) and peak resident memory.
 type measured struct {
 	wall   time.Duration
+	cpu    time.Duration
 	maxRSS int64 // bytes
 	stdout []byte
 }
@@ -27,7 +30,17 @@ type measured struct {
 // the high-water mark of the image before exec, which for a child of a Go
 // program is the parent's memory.
 func run(name string, args ...string) (measured, error) {
+	return runIn("", nil, name, args...)
+}
+
+// runIn is run in directory dir (empty: the current one) with env added to
+// the environment.
+func runIn(dir string, env []string, name string, args ...string) (measured, error) {
 	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
@@ -61,6 +74,9 @@ func run(name string, args ...string) (measured, error) {
 	close(done)
 	wg.Wait()
 	m := measured{wall: time.Since(start), stdout: out.Bytes(), maxRSS: peak}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru != nil {
+		m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
 	if err != nil {
 		return m, fmt.Errorf("%s: %w\n%s", name, err, errb.String())
 	}

@@ -14,6 +14,7 @@ ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
 ORAS_VERSION=${ORAS_VERSION:-v1.3.6}
 KREW_VERSION=${KREW_VERSION:-v0.4.3}
 IGNITION_VERSION=${IGNITION_VERSION:-v2.24.0}
+AGE_VERSION=${AGE_VERSION:-v1.3.2}
 # github.com/openshift/api has no tagged releases the proxy serves; this is the
 # version github.com/openshift/client-go pins.
 OPENSHIFT_API_VERSION=${OPENSHIFT_API_VERSION:-v0.0.0-20251015095338-264e80a2b6e7}
@@ -27,7 +28,7 @@ flock 9
 what=${1:-all}
 log() { printf '[tools] %s\n' "$*" >&2; }
 
-apt_packages=(postgresql docker-registry skopeo xorriso cpio xz-utils apache2-utils attr openssl)
+apt_packages=(postgresql docker-registry skopeo xorriso cpio xz-utils apache2-utils attr openssl zstd)
 install_apt() {
   local missing=()
   command -v /usr/lib/postgresql/15/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
@@ -129,6 +130,8 @@ install_go() {
     go_install krew "$KREW_VERSION" "sigs.k8s.io/krew/cmd/krew@$KREW_VERSION"
     go_install validate-krew-manifest "$KREW_VERSION" "sigs.k8s.io/krew/cmd/validate-krew-manifest@$KREW_VERSION"
     go_install validate "$IGNITION_VERSION" "github.com/coreos/ignition/v2/validate@$IGNITION_VERSION"
+    # age: the bench's reference pipeline (oras + age + zstd + tar).
+    go_install age "$AGE_VERSION" "filippo.io/age/cmd/age@$AGE_VERSION"
     ln -sf "$BIN/validate" "$BIN/ignition-validate"
     openshift_crds
 }

@@ -1,0 +1,141 @@
+package bundle
+
+import (
+	"errors"
+	"io"
+	"sync"
+)
+
+// Prefetch sizing for layer reads: the fetch stage (network, SHA-256,
+// decryption) runs ahead of the decode stage (zstd, tar, file writes) by up to
+// prefetchBufs buffers. Large buffers keep the hand-offs between the two
+// goroutines rare; the total stays a few MiB whatever the layer size.
+const (
+	prefetchBufs = 4
+	prefetchSize = 1 << 20
+)
+
+// prefetcher reads src in its own goroutine into a small ring of buffers, so
+// that fetching, hashing and decrypting a layer overlap with decoding and
+// writing it. Bytes and the final error come out in src's order: Read
+// returns src's error (io.EOF included) only after every byte before it.
+type prefetcher struct {
+	free   chan []byte
+	full   chan prefetched
+	done   chan struct{}
+	exited chan struct{}
+	stop   sync.Once
+
+	buf []byte // the buffer being read from; returned to free when empty
+	cur []byte
+	err error
+}
+
+type prefetched struct {
+	buf []byte
+	n   int
+	err error
+}
+
+// newPrefetcher starts reading src. onErr, when not nil, may replace a read
+// error (not io.EOF) by its root cause; it runs in the reading goroutine.
+func newPrefetcher(src io.Reader, onErr func(error) error) *prefetcher {
+	p := &prefetcher{
+		free:   make(chan []byte, prefetchBufs),
+		full:   make(chan prefetched, prefetchBufs),
+		done:   make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+	for range prefetchBufs {
+		p.free <- make([]byte, prefetchSize)
+	}
+	go p.run(src, onErr)
+	return p
+}
+
+func (p *prefetcher) run(src io.Reader, onErr func(error) error) {
+	defer close(p.exited)
+	for {
+		var buf []byte
+		select {
+		case buf = <-p.free:
+		case <-p.done:
+			return
+		}
+		n, err := fill(src, buf)
+		if err != nil && !errors.Is(err, io.EOF) && onErr != nil {
+			err = onErr(err)
+		}
+		select {
+		case p.full <- prefetched{buf: buf, n: n, err: err}:
+		case <-p.done:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// fill reads until buf is full or src fails; it returns src's error as is
+// (unlike io.ReadFull, which renames a short io.EOF).
+func fill(src io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := src.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (p *prefetcher) Read(b []byte) (int, error) {
+	for len(p.cur) == 0 {
+		if p.err != nil {
+			return 0, p.err
+		}
+		p.next()
+	}
+	n := copy(b, p.cur)
+	p.cur = p.cur[n:]
+	if len(p.cur) == 0 && p.err != nil {
+		return n, p.err
+	}
+	return n, nil
+}
+
+func (p *prefetcher) next() {
+	if p.buf != nil {
+		p.free <- p.buf
+		p.buf = nil
+	}
+	c := <-p.full
+	p.buf, p.cur, p.err = c.buf, c.buf[:c.n], c.err
+}
+
+// drainErr discards what is left and returns the final error (nil for io.EOF).
+func (p *prefetcher) drainErr() error {
+	p.cur = nil
+	for p.err == nil {
+		p.next()
+		p.cur = nil
+	}
+	if errors.Is(p.err, io.EOF) {
+		return nil
+	}
+	return p.err
+}
+
+// Close stops the reading goroutine; closeSrc must unblock a read in
+// progress (closing the HTTP body or file does).
+func (p *prefetcher) Close(closeSrc func() error) error {
+	var err error
+	p.stop.Do(func() { close(p.done) })
+	if closeSrc != nil {
+		err = closeSrc()
+	}
+	<-p.exited
+	return err
+}
