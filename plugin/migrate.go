@@ -71,6 +71,7 @@ type MigrateOptions struct {
 	ClusterID           string
 
 	StateDir string
+	SpoolDir string
 	DryRun   bool
 	Registry option.Registry
 	Output   option.Output
@@ -173,6 +174,7 @@ Rerunning the same command continues where the last run stopped (the state is in
 	fs.StringVar(&o.CACertPath, "ca-cert-path", "", "Path, on cluster 0's hosts, of the CA of --service-url's certificate (for the controller)")
 	fs.StringVar(&o.ClusterID, "cluster-id", "", "Cluster 0's id in the database (default: the only cluster of the bundle)")
 	fs.StringVar(&o.StateDir, "state-dir", defaultStateDir(), "Where the run keeps its state and generated key (on node 0)")
+	fs.StringVar(&o.SpoolDir, "spool-dir", "", "Keep the files layer's ciphertext here until the push succeeds, so a rerun after an interrupted push resumes it (about the size of --data-dir: on a live ISO give a disk); default: stream, and a rerun pushes again")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "Run the preflight checks and print the plan; change nothing (not even with --force) and write no state")
 	o.Registry.AddFlags(fs)
 	o.Output.AddFlags(fs)
@@ -428,6 +430,9 @@ func (o *MigrateOptions) bundle(ctx context.Context) (string, error) {
 			return "", err
 		}
 		st.Watermark = wm
+	}
+	if o.ref.Remote() && len(c.Recipients) > 0 {
+		c.Spool.Dir = o.SpoolDir
 	}
 	var bars *progress.Bars
 	if o.Terminal.ShowProgress(o.log, &o.Output) {

@@ -506,8 +506,9 @@ func TestMigrate_KilledAtEachStepThenRerun(t *testing.T) {
 	// the next marker.
 	killAt := []string{"[2/6] bundle ...", "[3/6] restore ...", "database: started", "files: started", "resources: started",
 		"[4/6] wait ...", "[5/6] service ...", "[6/6] switchover ..."}
+	spool := t.TempDir()
 	for _, marker := range killAt {
-		if !runUntil(t, bin, s.plugin, s.args(), marker) {
+		if !runUntil(t, bin, s.plugin, s.args("--spool-dir", spool), marker) {
 			t.Fatalf("the run ended before %q: nothing was killed there", marker)
 		}
 	}
