@@ -92,7 +92,7 @@ func TestCreateOpenVerifyExtract_Layout(t *testing.T) {
 		t.Fatalf("cluster ids = %v", got)
 	}
 
-	b, err := Open(ctx, ref, OpenOptions{Identities: []age.Identity{id}})
+	b, err := Open(ctx, ref, OpenOptions{Identities: []age.Identity{id}, AllowUnsigned: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestCreate_UnencryptedIsReproducible(t *testing.T) {
 	// What stays reproducible is the plaintext (docs/bundle-format.md).
 	var plains [][]byte
 	for _, ref := range []string{a.Reference, c.Reference} {
-		b, err := Open(context.Background(), ref, OpenOptions{Identities: []age.Identity{id}})
+		b, err := Open(context.Background(), ref, OpenOptions{Identities: []age.Identity{id}, AllowUnsigned: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestOpen_Failures(t *testing.T) {
 	blob := func(d string) string { return filepath.Join(dir, "blobs", "sha256", strings.TrimPrefix(d, "sha256:")) }
 
 	t.Run("wrong identity", func(t *testing.T) {
-		b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{newIdentity(t)}})
+		b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{newIdentity(t)}, AllowUnsigned: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +217,7 @@ func TestOpen_Failures(t *testing.T) {
 			bad := bytes.Clone(orig)
 			bad[len(bad)/2] ^= 0x40
 			os.WriteFile(p, bad, 0o644)
-			b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}})
+			b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}, AllowUnsigned: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,7 +232,7 @@ func TestOpen_Failures(t *testing.T) {
 			orig, _ := os.ReadFile(p)
 			defer os.WriteFile(p, orig, 0o644)
 			os.WriteFile(p, orig[:len(orig)-10], 0o644)
-			b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}})
+			b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}, AllowUnsigned: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"crypto"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 	"filippo.io/age"
 	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
@@ -49,6 +51,12 @@ type CreateOptions struct {
 	// Spool makes a push to a registry resumable (see SpoolOptions); it is
 	// not used for local targets.
 	Spool SpoolOptions
+	// SigningKey signs the manifest (bundle/sign: cosign's key-pair
+	// signature, stored as a referrer); nil leaves the bundle unsigned.
+	SigningKey crypto.Signer
+
+	// dockerRef is the repository the signature's payload names (Create).
+	dockerRef string
 }
 
 // Result describes a written bundle; its json form is part of `bundle create -o json`.
@@ -60,7 +68,9 @@ type Result struct {
 	Layers    []LayerResult `json:"layers"`
 	Metadata  *Metadata     `json:"metadata"`
 	// Spool is what the spool did, when there was one.
-	Spool    *SpoolReport  `json:"spool,omitempty"`
+	Spool *SpoolReport `json:"spool,omitempty"`
+	// Signer is the fingerprint of the key that signed the bundle.
+	Signer   string        `json:"signer,omitempty"`
 	Duration time.Duration `json:"-"`
 }
 
@@ -88,6 +98,9 @@ func Create(ctx context.Context, ref string, reg oci.RegistryOptions, opts Creat
 	w, err := oci.NewWriter(ctx, r, reg)
 	if err != nil {
 		return nil, err
+	}
+	if r.Remote() {
+		opts.dockerRef = r.Registry + "/" + r.Repository
 	}
 	res, err := Write(ctx, w, opts)
 	if err != nil {
@@ -233,6 +246,11 @@ func Write(ctx context.Context, w oci.Writer, opts CreateOptions) (res *Result, 
 	mb, err := json.Marshal(man)
 	if err != nil {
 		return nil, err
+	}
+	if opts.SigningKey != nil {
+		if res.Signer, err = signBundle(ctx, w, opts.SigningKey, content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, mb), opts.dockerRef); err != nil {
+			return nil, err
+		}
 	}
 	mdesc, err := w.PushManifest(ctx, ocispec.MediaTypeImageManifest, mb)
 	if err != nil {

@@ -154,7 +154,7 @@ func FuzzOpen(f *testing.F) {
 		s.put(config)
 		d := s.put(manifest)
 		s.manifest = ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: d, Size: int64(len(manifest))}
-		b, err := OpenSource(context.Background(), s, OpenOptions{})
+		b, err := OpenSource(context.Background(), s, OpenOptions{AllowUnsigned: true})
 		if err != nil {
 			return
 		}

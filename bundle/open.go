@@ -13,6 +13,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/sign"
 )
 
 // OpenOptions configure Open.
@@ -22,6 +23,18 @@ type OpenOptions struct {
 	// stored bytes can be read (inspect, digest checks).
 	Identities []age.Identity
 	Progress   Progress
+	// Signers are the trusted signing keys. Open refuses (a *SignatureError)
+	// a bundle that no valid signature by one of them names, before it reads
+	// anything of the bundle but its manifest descriptor: no signer given
+	// means no bundle is accepted, unless AllowUnsigned.
+	Signers []sign.Key
+	// AllowUnsigned skips the signature check: whoever could push to the
+	// tag made the bundle.
+	AllowUnsigned bool
+	// ListSignatures looks for signatures and reports them in
+	// Bundle.Signature (verified against Signers, if any) without
+	// requiring one (bundle inspect).
+	ListSignatures bool
 }
 
 // Bundle is an opened bundle: its manifest and metadata are fetched, verified
@@ -34,6 +47,8 @@ type Bundle struct {
 	Manifest   ocispec.Manifest
 	Metadata   *Metadata
 	Layers     []Layer
+	// Signature is what the signature check found.
+	Signature *SignatureStatus
 
 	src        oci.Source
 	identities []age.Identity
@@ -83,11 +98,16 @@ func OpenSource(ctx context.Context, src oci.Source, opts OpenOptions) (*Bundle,
 	if desc.MediaType != ocispec.MediaTypeImageManifest {
 		return nil, &FormatError{What: "manifest", Err: fmt.Errorf("%s is a %q, not an OCI image manifest", src.Reference(), desc.MediaType)}
 	}
+	// The signature first: nothing of an unsigned bundle is read.
+	sig, err := checkSignature(ctx, src, desc, opts)
+	if err != nil {
+		return nil, err
+	}
 	mb, err := fetchSmall(ctx, src, desc, "manifest")
 	if err != nil {
 		return nil, err
 	}
-	b := &Bundle{Reference: src.Reference().String(), Descriptor: desc, src: src, identities: opts.Identities, progress: progressOrNop(opts.Progress)}
+	b := &Bundle{Reference: src.Reference().String(), Descriptor: desc, Signature: sig, src: src, identities: opts.Identities, progress: progressOrNop(opts.Progress)}
 	newerMinor, err := b.decodeManifest(mb)
 	if err != nil {
 		return nil, err

@@ -103,36 +103,52 @@ func (s *layoutSource) Fetch(_ context.Context, desc ocispec.Descriptor) (io.Rea
 	return s.open(path.Join(ocispec.ImageBlobsDir, desc.Digest.Algorithm().String(), desc.Digest.Encoded()))
 }
 
-// Resolve finds the manifest tagged with the reference's tag in index.json
-// (org.opencontainers.image.ref.name); without a tag, "latest" or the only one.
-func (s *layoutSource) Resolve(_ context.Context) (ocispec.Descriptor, error) {
+// index reads index.json.
+func (s *layoutSource) index() (*ocispec.Index, error) {
 	rc, err := s.open(ocispec.ImageIndexFile)
 	if err != nil {
-		return ocispec.Descriptor{}, fmt.Errorf("%s: read %s: %w", s.ref, ocispec.ImageIndexFile, err)
+		return nil, fmt.Errorf("%s: read %s: %w", s.ref, ocispec.ImageIndexFile, err)
 	}
 	defer rc.Close()
 	b, err := io.ReadAll(io.LimitReader(rc, maxIndexBytes+1))
 	if err != nil {
-		return ocispec.Descriptor{}, fmt.Errorf("%s: read %s: %w", s.ref, ocispec.ImageIndexFile, err)
+		return nil, fmt.Errorf("%s: read %s: %w", s.ref, ocispec.ImageIndexFile, err)
 	}
 	if len(b) > maxIndexBytes {
-		return ocispec.Descriptor{}, fmt.Errorf("%s: %s is over %d bytes", s.ref, ocispec.ImageIndexFile, maxIndexBytes)
+		return nil, fmt.Errorf("%s: %s is over %d bytes", s.ref, ocispec.ImageIndexFile, maxIndexBytes)
 	}
 	var idx ocispec.Index
 	if err := json.Unmarshal(b, &idx); err != nil {
-		return ocispec.Descriptor{}, fmt.Errorf("%s: %s: %w", s.ref, ocispec.ImageIndexFile, err)
+		return nil, fmt.Errorf("%s: %s: %w", s.ref, ocispec.ImageIndexFile, err)
+	}
+	return &idx, nil
+}
+
+var errNotExist = fs.ErrNotExist
+
+// Resolve finds the manifest tagged with the reference's tag in index.json
+// (org.opencontainers.image.ref.name); without a tag, "latest" or the only
+// one (signatures, which refer to a bundle, do not count).
+func (s *layoutSource) Resolve(_ context.Context) (ocispec.Descriptor, error) {
+	idx, err := s.index()
+	if err != nil {
+		return ocispec.Descriptor{}, err
 	}
 	want := s.ref.Tag
 	if want == "" {
 		want = defaultTag
 	}
+	var others []ocispec.Descriptor
 	for _, m := range idx.Manifests {
 		if m.Annotations[ocispec.AnnotationRefName] == want {
 			return m, nil
 		}
+		if !isReferrerEntry(m) {
+			others = append(others, m)
+		}
 	}
-	if s.ref.Tag == "" && len(idx.Manifests) == 1 {
-		return idx.Manifests[0], nil
+	if s.ref.Tag == "" && len(others) == 1 {
+		return others[0], nil
 	}
 	return ocispec.Descriptor{}, fmt.Errorf("%s: no manifest tagged %q in %s: %w", s.ref, want, ocispec.ImageIndexFile, fs.ErrNotExist)
 }
