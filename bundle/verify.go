@@ -24,7 +24,9 @@ type VerifyReport struct {
 	Reference     string        `json:"reference"`
 	Digest        string        `json:"digest"`
 	FormatVersion string        `json:"formatVersion"`
-	Layers        []LayerReport `json:"layers"`
+	// Signature is what Open found of the bundle's signature.
+	Signature *SignatureStatus `json:"signature,omitempty"`
+	Layers    []LayerReport    `json:"layers"`
 }
 
 // LayerReport is one verified layer.
@@ -49,7 +51,7 @@ type LayerReport struct {
 // returns its typed error. When identities are given and none matches a
 // recipient fingerprint in the metadata, it fails before downloading a layer.
 func (b *Bundle) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
-	rep := &VerifyReport{Reference: b.Reference, Digest: b.Descriptor.Digest.String(), FormatVersion: b.Metadata.FormatVersion}
+	rep := &VerifyReport{Reference: b.Reference, Digest: b.Descriptor.Digest.String(), FormatVersion: b.Metadata.FormatVersion, Signature: b.Signature}
 	if err := b.checkIdentities(); err != nil {
 		return rep, err
 	}

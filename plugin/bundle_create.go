@@ -37,6 +37,7 @@ type BundleCreateOptions struct {
 	Recipients    []string
 	RecipientFile []string
 	NoEncryption  bool
+	SigningKey    string
 	Created       string
 	ServiceImage  string
 	SpoolDir      string
@@ -74,11 +75,18 @@ The bundle holds secrets (pull secrets, the kubeadmin password, Secret data), so
 registry target needs --recipient/--recipients-file, or an explicit --no-encryption.
 Local targets may be unencrypted. With --created or SOURCE_DATE_EPOCH, an
 unencrypted bundle of the same input has the same digest; age encryption is
-randomized, so encrypted bundles never do.`,
+randomized, so encrypted bundles never do.
+
+--signing-key signs the bundle (cosign's key-pair signature of its manifest digest,
+stored beside it as an OCI referrer): restore, bundle verify and bundle extract accept
+only bundles signed by a key given to them with --signer, and refuse unsigned ones
+unless --allow-unsigned. Make a key pair with
+  openssl genpkey -algorithm ed25519 -out node0.key
+  openssl pkey -in node0.key -pubout -out node0.pub`,
 		Example: env.Example(`
-  # Bundle /data and the database of node 0 into a registry, encrypted to one key
+  # Bundle /data and the database of node 0 into a registry, encrypted to one key, signed
   %[1]s assisted bundle create --to registry.example.com/assisted/node0:v1 \
-      --db-env-file /etc/assisted/assisted-service.env --recipient age1...
+      --db-env-file /etc/assisted/assisted-service.env --recipient age1... --signing-key node0.key
 
   # Add the assisted CRs of namespace cluster0 from node 0's API
   %[1]s assisted bundle create --to oci:/var/tmp/bundle:v1 --resources cluster -n cluster0 \
@@ -106,6 +114,7 @@ randomized, so encrypted bundles never do.`,
 	fs.StringArrayVar(&o.Recipients, "recipient", nil, "Encrypt to this age public key (age1...); repeatable")
 	fs.StringArrayVar(&o.RecipientFile, "recipients-file", nil, "Encrypt to the age public keys in this file (one per line); repeatable")
 	fs.BoolVar(&o.NoEncryption, "no-encryption", false, "Write plaintext layers (the bundle holds secrets); required to push unencrypted to a registry")
+	fs.StringVar(&o.SigningKey, "signing-key", "", "Sign the bundle with this PEM PKCS#8 private key (ed25519 or ECDSA P-256, e.g. from 'openssl genpkey -algorithm ed25519')")
 	fs.StringVar(&o.Created, "created", "", "Creation time (RFC 3339 or Unix seconds) for reproducible digests; default SOURCE_DATE_EPOCH, else now")
 	fs.StringVar(&o.ServiceImage, "assisted-service-image", "", "Record this assisted-service image in the metadata")
 	fs.StringVar(&o.SpoolDir, "spool-dir", defaultSpoolDir(), "Where an encrypted push to a registry keeps the files layer's ciphertext until the push succeeds, so that a rerun of an interrupted push resumes instead of starting over; it takes about the size of --data-dir (on a live ISO the home directory is in RAM: give a disk)")
@@ -150,6 +159,11 @@ func (o *BundleCreateOptions) Complete(env *Env, cmd *cobra.Command) error {
 		Created:              created,
 		Creator:              "kubectl-assisted " + CurrentVersion().Version,
 		AssistedServiceImage: o.ServiceImage,
+	}
+	if o.SigningKey != "" {
+		if c.SigningKey, err = readSigningKey(o.SigningKey); err != nil {
+			return usageErr(cmd, err)
+		}
 	}
 	if !o.NoSpool && ref.Remote() {
 		if o.SpoolDir == "" {
@@ -213,6 +227,9 @@ func (o *BundleCreateOptions) Run(cmd *cobra.Command, env *Env) error {
 	if len(o.create.Recipients) == 0 && !o.NoEncryption {
 		fmt.Fprintf(env.Streams.ErrOut, "warning: writing an unencrypted bundle to %s: it holds secrets; keep it private\n", o.ref)
 	}
+	if o.create.SigningKey == nil {
+		fmt.Fprintf(env.Streams.ErrOut, "warning: the bundle is not signed (--signing-key): restore, bundle verify and bundle extract refuse it unless --allow-unsigned\n")
+	}
 	var bars *progress.Bars
 	if o.Terminal.ShowProgress(env.Streams.ErrOut, &o.Output) {
 		bars = progress.New(env.Streams.ErrOut, progress.Options{})
@@ -251,6 +268,8 @@ type BundleCreateResult struct {
 	Metadata        *bundle.Metadata    `json:"metadata"`
 	// Spool is what the spool did (layers reused from an interrupted run).
 	Spool *bundle.SpoolReport `json:"spool,omitempty"`
+	// Signer is the fingerprint of the key that signed the bundle (--signing-key).
+	Signer string `json:"signer,omitempty"`
 }
 
 // BundleLayerResult is one layer in a result.
@@ -269,7 +288,7 @@ func newCreateResult(r *bundle.Result, encrypted bool) *BundleCreateResult {
 		APIVersion: ResultAPIVersion, Kind: "BundleCreateResult",
 		Reference: r.Reference, Digest: r.Digest, MediaType: r.MediaType, Size: r.Size,
 		Encrypted: encrypted, DurationSeconds: seconds(r.Duration), Metadata: r.Metadata,
-		Layers: []BundleLayerResult{}, Spool: r.Spool,
+		Layers: []BundleLayerResult{}, Spool: r.Spool, Signer: r.Signer,
 	}
 	for _, l := range r.Layers {
 		out.Layers = append(out.Layers, BundleLayerResult{Kind: l.Kind, MediaType: l.MediaType, Digest: l.Digest, Size: l.Size, PlainBytes: l.PlainBytes, Reused: l.Reused, DurationSeconds: seconds(l.Duration)})
@@ -283,6 +302,9 @@ func printCreateResult(w io.Writer, r *BundleCreateResult) error {
 		enc = fmt.Sprintf("encrypted to %d recipient(s)", len(r.Metadata.Encryption.Recipients))
 	}
 	fmt.Fprintf(w, "Bundle written to %s (%s) in %.1fs\nDigest: %s\n", r.Reference, enc, r.DurationSeconds, r.Digest)
+	if r.Signer != "" {
+		fmt.Fprintf(w, "Signed by: %s\n", r.Signer)
+	}
 	for _, l := range r.Layers {
 		reused := ""
 		if l.Reused != "" {

@@ -26,6 +26,7 @@ type BundleExtractOptions struct {
 	Ref        string
 	Dir        string
 	Identities []string
+	Sign       signerOptions
 	Registry   option.Registry
 	Output     option.Output
 	Terminal   option.Terminal
@@ -35,15 +36,15 @@ type BundleExtractOptions struct {
 func NewCmdBundleExtract(env *Env) *cobra.Command {
 	o := &BundleExtractOptions{}
 	cmd := &cobra.Command{
-		Use:   "extract REF --dir DIR [--identity FILE]",
+		Use:   "extract REF --dir DIR --signer FILE [--identity FILE]",
 		Short: "Pull a bundle and unpack it into a new directory (files/, resources.yaml, database.dump)",
-		Long: `Pull, verify, decrypt and unpack every layer into DIR, which must not exist: files/ is the
+		Long: `Check the bundle's signature (--signer, as bundle verify), then pull, verify, decrypt and unpack every layer into DIR, which must not exist: files/ is the
 file storage with its modes, times and user.* xattrs, resources.yaml the objects of the
 resources layer, database.dump the database engine's stream. Everything is written to a
 staging directory next to DIR and renamed to DIR only when every layer verified; on any
 failure nothing is left behind. DIR holds secrets: keep it private.`,
 		Example: env.Example(`
-  %[1]s assisted bundle extract registry.example.com/assisted/node0:v1 --identity key.txt --dir ./node0`),
+  %[1]s assisted bundle extract registry.example.com/assisted/node0:v1 --signer node0.pub --identity key.txt --dir ./node0`),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Output.Validate(); err != nil {
@@ -64,6 +65,7 @@ failure nothing is left behind. DIR holds secrets: keep it private.`,
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", "", "New directory to unpack into")
 	cmd.Flags().StringArrayVar(&o.Identities, "identity", nil, "age identity file that decrypts the bundle; repeatable")
+	o.Sign.AddFlags(cmd.Flags())
 	o.Registry.AddFlags(cmd.Flags())
 	o.Output.AddFlags(cmd.Flags())
 	o.Terminal.AddFlags(cmd.Flags())
@@ -89,7 +91,11 @@ func (o *BundleExtractOptions) Run(cmd *cobra.Command, env *Env) (err error) {
 	if err != nil {
 		return usageErr(cmd, err)
 	}
-	opts := bundle.OpenOptions{Registry: registryOptions(o.Registry), Identities: ids}
+	signers, err := o.Sign.keys()
+	if err != nil {
+		return usageErr(cmd, err)
+	}
+	opts := bundle.OpenOptions{Registry: registryOptions(o.Registry), Identities: ids, Signers: signers, AllowUnsigned: o.Sign.AllowUnsigned}
 	var bars *progress.Bars
 	if o.Terminal.ShowProgress(env.Streams.ErrOut, &o.Output) {
 		bars = progress.New(env.Streams.ErrOut, progress.Options{})

@@ -114,6 +114,9 @@ func bundleError(err error) error {
 	var fe *bundle.FormatError
 	var te *files.TarError
 	var re *resources.FormatError
+	if mapped, ok := signatureError(err); ok {
+		return mapped
+	}
 	switch {
 	case errors.As(err, &ie):
 		return clierr.New(err, "The stored bundle is damaged: copy or push it again from a good source, then verify.", ExitBundleIntegrity)

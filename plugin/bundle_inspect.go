@@ -17,6 +17,7 @@ import (
 // BundleInspectOptions holds the inputs of `bundle inspect`.
 type BundleInspectOptions struct {
 	Ref      string
+	Signers  []string
 	Registry option.Registry
 	Output   option.Output
 }
@@ -30,6 +31,9 @@ func NewCmdBundleInspect(env *Env) *cobra.Command {
 		Example: env.Example(`
   # What is in this bundle, and who can decrypt it?
   %[1]s assisted bundle inspect registry.example.com/assisted/node0:v1
+
+  # Is it signed by node 0's key?
+  %[1]s assisted bundle inspect registry.example.com/assisted/node0:v1 --signer node0.pub
 
   # The same for scripts
   %[1]s assisted bundle inspect oci:/var/tmp/bundle:v1 -o json | jq .digest`),
@@ -45,6 +49,7 @@ func NewCmdBundleInspect(env *Env) *cobra.Command {
 			return o.Run(cmd, env)
 		},
 	}
+	cmd.Flags().StringArrayVar(&o.Signers, "signer", nil, "PEM public key to check the signatures found against (inspect never refuses a bundle for its signature); repeatable")
 	o.Registry.AddFlags(cmd.Flags())
 	o.Output.AddFlags(cmd.Flags())
 	return cmd
@@ -63,6 +68,8 @@ type BundleInspection struct {
 	Created       time.Time            `json:"created"`
 	Layers        []BundleLayerInspect `json:"layers"`
 	Metadata      *bundle.Metadata     `json:"metadata"`
+	// Signature lists the signing keys found; verified only with --signer.
+	Signature *bundle.SignatureStatus `json:"signature"`
 }
 
 // BundleLayerInspect is one layer of an inspection.
@@ -76,7 +83,11 @@ type BundleLayerInspect struct {
 
 // Run opens the bundle (manifest and metadata only) and prints it.
 func (o *BundleInspectOptions) Run(cmd *cobra.Command, env *Env) error {
-	b, err := bundle.Open(cmd.Context(), o.Ref, bundle.OpenOptions{Registry: registryOptions(o.Registry)})
+	signers, err := readSigners(o.Signers)
+	if err != nil {
+		return usageErr(cmd, err)
+	}
+	b, err := bundle.Open(cmd.Context(), o.Ref, bundle.OpenOptions{Registry: registryOptions(o.Registry), Signers: signers, ListSignatures: true})
 	if err != nil {
 		return bundleError(fmt.Errorf("inspect %s: %w", o.Ref, err))
 	}
@@ -86,7 +97,7 @@ func (o *BundleInspectOptions) Run(cmd *cobra.Command, env *Env) error {
 		Reference: b.Reference, Digest: b.Descriptor.Digest.String(), MediaType: b.Descriptor.MediaType,
 		ArtifactType: b.Manifest.ArtifactType, Size: b.Descriptor.Size,
 		FormatVersion: b.Metadata.FormatVersion, Created: b.Metadata.Created, Metadata: b.Metadata,
-		Layers: []BundleLayerInspect{},
+		Layers: []BundleLayerInspect{}, Signature: b.Signature,
 	}
 	for _, l := range b.Layers {
 		out.Layers = append(out.Layers, BundleLayerInspect{Kind: l.Kind, MediaType: l.Descriptor.MediaType, Digest: l.Descriptor.Digest.String(), Size: l.Descriptor.Size, Encrypted: l.Encrypted})
@@ -109,6 +120,7 @@ func printInspection(w io.Writer, r *BundleInspection) error {
 		enc += " to " + strings.Join(m.Encryption.Recipients, ", ")
 	}
 	fmt.Fprintf(w, "Encryption:     %s\n", enc)
+	fmt.Fprintf(w, "Signature:      %s\n", signatureSummary(r.Signature))
 	if s := m.Source; s.PostgresVersion != "" || s.LastMigration != "" || s.AssistedServiceImage != "" || len(s.ClusterIDs) > 0 {
 		fmt.Fprintf(w, "Source:         postgres %s, migration %s, image %s\n", orNone(s.PostgresVersion), orNone(s.LastMigration), orNone(s.AssistedServiceImage))
 		if len(s.ClusterIDs) > 0 {

@@ -16,6 +16,7 @@ import (
 type BundleVerifyOptions struct {
 	Ref        string
 	Identities []string
+	Sign       signerOptions
 	Registry   option.Registry
 	Output     option.Output
 	Terminal   option.Terminal
@@ -25,21 +26,25 @@ type BundleVerifyOptions struct {
 func NewCmdBundleVerify(env *Env) *cobra.Command {
 	o := &BundleVerifyOptions{}
 	cmd := &cobra.Command{
-		Use:   "verify REF [--identity FILE]",
-		Short: "Check every digest and size of a bundle and, with --identity, decrypt and decode it",
-		Long: `Read the whole bundle: the manifest, the metadata and every layer, checking each blob's
-size and digest. With --identity, also decrypt every layer and decode it strictly (tar
-entries are checked by the same rules as a restore). Nothing is written.
+		Use:   "verify REF --signer FILE [--identity FILE]",
+		Short: "Check a bundle's signature, every digest and size and, with --identity, decrypt and decode it",
+		Long: `Check the bundle's signature first: it must be signed by one of the --signer public keys
+(bundle create --signing-key), or nothing else of it is read; --allow-unsigned skips
+that check. Then read the whole bundle: the manifest, the metadata and every layer,
+checking each blob's size and digest. With --identity, also decrypt every layer and
+decode it strictly (tar entries are checked by the same rules as a restore). Nothing
+is written.
 
 Exit codes: 0 verified; 3 a blob was altered or truncated; 4 decryption failed (no or
 wrong identity); 5 unsupported format major version; 6 not a bundle or content that does
-not decode; 7 a tar entry that would escape the extraction root; 1 anything else.`,
+not decode; 7 a tar entry that would escape the extraction root; 9 not signed by a
+--signer key (unsigned, another key, or altered); 1 anything else.`,
 		Example: env.Example(`
-  # Check digests and sizes only (no key needed)
-  %[1]s assisted bundle verify registry.example.com/assisted/node0:v1
+  # Check the signature, digests and sizes (no age key needed)
+  %[1]s assisted bundle verify registry.example.com/assisted/node0:v1 --signer node0.pub
 
   # Decrypt and decode every layer
-  %[1]s assisted bundle verify oci:/var/tmp/bundle:v1 --identity key.txt`),
+  %[1]s assisted bundle verify oci:/var/tmp/bundle:v1 --signer node0.pub --identity key.txt`),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Output.Validate(); err != nil {
@@ -53,6 +58,7 @@ not decode; 7 a tar entry that would escape the extraction root; 1 anything else
 		},
 	}
 	cmd.Flags().StringArrayVar(&o.Identities, "identity", nil, "age identity file that decrypts the bundle; repeatable")
+	o.Sign.AddFlags(cmd.Flags())
 	o.Registry.AddFlags(cmd.Flags())
 	o.Output.AddFlags(cmd.Flags())
 	o.Terminal.AddFlags(cmd.Flags())
@@ -74,7 +80,11 @@ func (o *BundleVerifyOptions) Run(cmd *cobra.Command, env *Env) error {
 	if err != nil {
 		return usageErr(cmd, err)
 	}
-	opts := bundle.OpenOptions{Registry: registryOptions(o.Registry), Identities: ids}
+	signers, err := o.Sign.keys()
+	if err != nil {
+		return usageErr(cmd, err)
+	}
+	opts := bundle.OpenOptions{Registry: registryOptions(o.Registry), Identities: ids, Signers: signers, AllowUnsigned: o.Sign.AllowUnsigned}
 	var bars *progress.Bars
 	if o.Terminal.ShowProgress(env.Streams.ErrOut, &o.Output) {
 		bars = progress.New(env.Streams.ErrOut, progress.Options{})
@@ -108,6 +118,7 @@ func (o *BundleVerifyOptions) verify(cmd *cobra.Command, opts bundle.OpenOptions
 
 func printVerification(w io.Writer, r *BundleVerification) error {
 	fmt.Fprintf(w, "Verified %s\nDigest: %s (format %s)\n", r.Reference, r.Digest, r.FormatVersion)
+	fmt.Fprintf(w, "Signature: %s\n", signatureSummary(r.Signature))
 	for _, l := range r.Layers {
 		what := "digest and size"
 		if l.Decoded {

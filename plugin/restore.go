@@ -26,7 +26,9 @@ assisted-service needs. A journal ConfigMap makes it resumable: killed at any po
 run again with the same flags, it converges to the same end state. The last step writes
 the receipt that "wait-for restore-complete" on node 0 waits for.
 
-Everything is checked before anything is written: the bundle is pulled, verified and
+Everything is checked before anything is written: the bundle's signature first (it must
+be signed by a --signer key, see bundle create --signing-key; --allow-unsigned skips
+that), then the bundle is pulled, verified and
 decrypted to its last byte, the database and data directory must be empty (or
 --replace), the resources must not conflict with cluster 0 (--existing), and the CRs
 must match the database rows. A refusal changes nothing anywhere.
@@ -43,7 +45,8 @@ writing; the restore refuses to apply while any remains, unless --accept-drift.
 Exit codes: 0 restored; 2 usage (also a bundle that lacks a layer the restore needs);
 3 a bundle blob was altered or truncated; 4 decryption failed (no or wrong --identity);
 5 unsupported bundle format version; 6 not a bundle or content that does not decode;
-7 a tar entry that would escape the data directory; 20 the target database or data
+7 a tar entry that would escape the data directory; 9 the bundle is not signed by a
+--signer key (unsigned, another key, or replaced); 20 the target database or data
 directory is not empty; 21 objects on cluster 0 conflict with the bundle (--existing),
 or a journal of this bundle was written with other options; 22 the CRs do not match
 the database rows (kube keys); 23 re-created resources disagree with the database
@@ -64,6 +67,7 @@ const (
 type RestoreOptions struct {
 	Ref               string
 	Identities        []string
+	Sign              signerOptions
 	DataDir           string
 	SkipDatabase      bool
 	SkipFiles         bool
@@ -92,25 +96,25 @@ type RestoreOptions struct {
 func NewCmdRestore(env *Env) *cobra.Command {
 	o := &RestoreOptions{}
 	cmd := &cobra.Command{
-		Use:   "restore REF [--identity FILE] [--db URL | --db-env-file FILE | --db-from-env] [--data-dir DIR] [-n NS]",
+		Use:   "restore REF --signer FILE [--identity FILE] [--db URL | --db-env-file FILE | --db-from-env] [--data-dir DIR] [-n NS]",
 		Short: "Restore a bundle into cluster 0: database, files, Secrets and resources, resumable",
 		Long:  restoreLong,
 		Example: env.Example(`
   # Restore through a port-forward to cluster 0's database and a mounted PVC
-  %[1]s assisted restore registry.example.com/assisted/node0@sha256:4f1c... --identity key.txt \
+  %[1]s assisted restore registry.example.com/assisted/node0@sha256:4f1c... --signer node0.pub --identity key.txt \
       --db postgres://admin@localhost:15432/installer --data-dir /mnt/assisted-service \
       -n multicluster-engine --namespace-mapping cluster0=cluster0 \
       --service-url https://assisted-service-multicluster-engine.apps.cluster0.example.com
 
   # Inside cluster 0 (the restore Job): database from the DB_* variables
-  kubectl-assisted restore REF --identity /var/run/identity/identity.txt --db-from-env --data-dir /data -n multicluster-engine
+  kubectl-assisted restore REF --signer /var/run/identity/signer.pub --identity /var/run/identity/identity.txt --db-from-env --data-dir /data -n multicluster-engine
 
   # Node 0 had no Kubernetes API: list where re-created CRs would disagree with the rows
-  %[1]s assisted restore oci:/var/tmp/bundle:v1 --identity key.txt --recreate-resources --diff \
+  %[1]s assisted restore oci:/var/tmp/bundle:v1 --signer node0.pub --identity key.txt --recreate-resources --diff \
       --db postgres://postgres@localhost/scratch --skip-files
 
   # Check everything, change nothing
-  %[1]s assisted restore oci-archive:bundle.tar --identity key.txt --db-env-file cluster0.env \
+  %[1]s assisted restore oci-archive:bundle.tar --signer node0.pub --identity key.txt --db-env-file cluster0.env \
       --data-dir /mnt/data -n multicluster-engine --dry-run=server -o json`),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -123,6 +127,7 @@ func NewCmdRestore(env *Env) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.StringArrayVar(&o.Identities, "identity", nil, "age identity file that decrypts the bundle; repeatable")
+	o.Sign.AddFlags(fs)
 	fs.StringVar(&o.DataDir, "data-dir", "", "cluster 0's assisted-service file storage (the assisted-service PVC, /data in the pod)")
 	fs.BoolVar(&o.SkipDatabase, "skip-database", false, "Do not restore the database (its receipt then does not satisfy wait-for)")
 	fs.BoolVar(&o.SkipFiles, "skip-files", false, "Do not restore the file storage (its receipt then does not satisfy wait-for)")
@@ -162,6 +167,10 @@ func (o *RestoreOptions) Complete(env *Env, cmd *cobra.Command) error {
 	if err != nil {
 		return usageErr(cmd, err)
 	}
+	signers, err := o.Sign.keys()
+	if err != nil {
+		return usageErr(cmd, err)
+	}
 	mapping, err := parseNamespaceMapping(o.NamespaceMapping)
 	if err != nil {
 		return usageErr(cmd, err)
@@ -172,6 +181,7 @@ func (o *RestoreOptions) Complete(env *Env, cmd *cobra.Command) error {
 	}
 	ro := restore.Options{
 		Ref: o.Ref, Registry: registryOptions(o.Registry), Identities: ids,
+		Signers: signers, AllowUnsigned: o.Sign.AllowUnsigned,
 		DataDir: o.DataDir, SkipDatabase: o.SkipDatabase, SkipFiles: o.SkipFiles,
 		Namespace: ns, NamespaceMapping: mapping, ServiceURL: o.ServiceURL,
 		SkipResources: o.SkipResources, RecreateResources: o.RecreateResources, ManifestsDir: o.ManifestsDir,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/sign"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/resources"
 )
@@ -41,6 +42,12 @@ type Options struct {
 	Bundle *bundle.Bundle
 	// Identities decrypt the layers.
 	Identities []age.Identity
+	// Signers are the trusted signing keys: a bundle no valid signature by
+	// one of them names is refused before anything of it is read (a
+	// *bundle.SignatureError), unless AllowUnsigned. Not used with Bundle
+	// (its opener checked it).
+	Signers       []sign.Key
+	AllowUnsigned bool
 
 	// TargetDB is the connection string of cluster 0's assisted-service
 	// database. Required unless SkipDatabase.

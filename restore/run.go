@@ -126,7 +126,8 @@ func (r *runner) openBundle(ctx context.Context) error {
 	if r.o.Bundle != nil {
 		r.b = r.o.Bundle
 	} else {
-		b, err := bundle.Open(ctx, r.o.Ref, bundle.OpenOptions{Registry: r.o.Registry, Identities: r.o.Identities, Progress: r.progress})
+		b, err := bundle.Open(ctx, r.o.Ref, bundle.OpenOptions{Registry: r.o.Registry, Identities: r.o.Identities, Progress: r.progress,
+			Signers: r.o.Signers, AllowUnsigned: r.o.AllowUnsigned})
 		if err != nil {
 			return fmt.Errorf("open bundle %s: %w", r.o.Ref, err)
 		}

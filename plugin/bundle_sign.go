@@ -1,0 +1,105 @@
+package plugin
+
+import (
+	"crypto"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/sign"
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
+)
+
+// ExitBundleSignature is the exit code of a bundle without a valid signature
+// by a trusted signer (unsigned, signed by another key, or altered).
+const ExitBundleSignature = 9
+
+// signerOptions are the flags of the commands that read a bundle's content:
+// --signer (trusted public keys) and --allow-unsigned.
+type signerOptions struct {
+	Signers       []string
+	AllowUnsigned bool
+}
+
+func (s *signerOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&s.Signers, "signer", nil, "PEM public key (ed25519 or ECDSA P-256) whose signature the bundle must carry; repeatable (any one suffices)")
+	fs.BoolVar(&s.AllowUnsigned, "allow-unsigned", false, "Accept a bundle without a valid signature by a --signer (insecure: anyone who can push to the tag could have made it)")
+}
+
+// keys reads the --signer files; a usage error when --allow-unsigned is
+// given too.
+func (s *signerOptions) keys() ([]sign.Key, error) {
+	if s.AllowUnsigned && len(s.Signers) > 0 {
+		return nil, errors.New("--allow-unsigned and --signer contradict each other: give one")
+	}
+	return readSigners(s.Signers)
+}
+
+// readSigners reads PEM public keys.
+func readSigners(paths []string) ([]sign.Key, error) {
+	var out []sign.Key
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("--signer: %w", err)
+		}
+		pub, err := sign.ParsePublicKey(data)
+		if err != nil {
+			return nil, fmt.Errorf("--signer %s: %w", p, err)
+		}
+		k, err := sign.NewKey(pub)
+		if err != nil {
+			return nil, fmt.Errorf("--signer %s: %w", p, err)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// readSigningKey reads --signing-key. Errors never quote the file: it is a
+// private key.
+func readSigningKey(path string) (crypto.Signer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--signing-key: %w", err)
+	}
+	k, err := sign.ParsePrivateKey(data)
+	if err != nil {
+		return nil, fmt.Errorf("--signing-key %s: %w", path, err)
+	}
+	return k, nil
+}
+
+// signatureError maps a *bundle.SignatureError to exit code 9 with what to do.
+func signatureError(err error) (error, bool) {
+	var se *bundle.SignatureError
+	if !errors.As(err, &se) {
+		return err, false
+	}
+	hint := "The bundle's origin cannot be checked: anyone who can push to its tag could have made it. " +
+		"Sign it when creating it (bundle create --signing-key), or pass --allow-unsigned if you trust where it comes from."
+	switch se.Reason {
+	case bundle.ReasonNoSigner:
+		hint = "Pass --signer with the public key of the key that signed the bundle (its fingerprint is one of those found), or --allow-unsigned."
+	case bundle.ReasonUntrusted, bundle.ReasonInvalid:
+		hint = "Nothing was read from the bundle. It was not signed by a --signer key: it may have been replaced. Check the --signer files, or create and sign the bundle again."
+	}
+	return clierr.New(err, hint, ExitBundleSignature), true
+}
+
+// signatureSummary is one line about a bundle's signature.
+func signatureSummary(s *bundle.SignatureStatus) string {
+	switch {
+	case s == nil || !s.Checked:
+		return "not checked (--allow-unsigned)"
+	case s.Verified:
+		return "verified, signed by " + s.Signer
+	case len(s.Found) > 0:
+		return fmt.Sprintf("found, by key %s (not verified: give --signer to check)", strings.Join(s.Found, ", "))
+	}
+	return "none found (unsigned)"
+}
