@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/resources"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/sign"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/progress"
@@ -290,17 +291,21 @@ func stepError(step string, err error) error {
 
 // MigrateResult is the -o json|yaml result of `migrate`.
 type MigrateResult struct {
-	APIVersion   string              `json:"apiVersion"`
-	Kind         string              `json:"kind"`
-	Reference    string              `json:"reference"`
-	Digest       string              `json:"digest"`
-	Namespace    string              `json:"namespace"`
-	RestoreMode  string              `json:"restoreMode"`
-	ServiceURL   string              `json:"serviceURL,omitempty"`
-	IdentityFile string              `json:"identityFile,omitempty"`
-	Watermark    *writeWatermark     `json:"watermark,omitempty"`
-	Steps        []MigrateStepResult `json:"steps"`
-	StateDir     string              `json:"stateDir"`
+	APIVersion   string `json:"apiVersion"`
+	Kind         string `json:"kind"`
+	Reference    string `json:"reference"`
+	Digest       string `json:"digest"`
+	Namespace    string `json:"namespace"`
+	RestoreMode  string `json:"restoreMode"`
+	ServiceURL   string `json:"serviceURL,omitempty"`
+	IdentityFile string `json:"identityFile,omitempty"`
+	// SignerFile is the public key the bundle was signed and checked with;
+	// Signer its fingerprint.
+	SignerFile string              `json:"signerFile,omitempty"`
+	Signer     string              `json:"signer,omitempty"`
+	Watermark  *writeWatermark     `json:"watermark,omitempty"`
+	Steps      []MigrateStepResult `json:"steps"`
+	StateDir   string              `json:"stateDir"`
 }
 
 // MigrateStepResult is one step in the result.
@@ -377,6 +382,9 @@ func (o *MigrateOptions) Run(ctx context.Context, env *Env) error {
 	if st.Recipient != "" {
 		res.IdentityFile = st.identityPath()
 	}
+	if k, _, err := st.signer(); err == nil {
+		res.SignerFile, res.Signer = st.signerPath(), k.Fingerprint
+	}
 	if o.Output.Machine() {
 		return o.Output.Print(env.Streams.Out, res)
 	}
@@ -392,15 +400,22 @@ func (o *MigrateOptions) Run(ctx context.Context, env *Env) error {
 // pushed if the registry still has it.
 func (o *MigrateOptions) bundle(ctx context.Context) (string, error) {
 	st := o.state
+	key, err := st.ensureSigningKey()
+	if err != nil {
+		return "", err
+	}
 	if st.Digest != "" {
-		if _, err := bundle.Open(ctx, st.Pinned, bundle.OpenOptions{Registry: registryOptions(o.Registry)}); err == nil {
-			return "reused " + st.Digest + " pushed by an earlier run", nil
+		if signer, _, err := st.signer(); err == nil {
+			if b, err := bundle.Open(ctx, st.Pinned, bundle.OpenOptions{Registry: registryOptions(o.Registry), Signers: []sign.Key{signer}}); err == nil {
+				b.Close()
+				return "reused " + st.Digest + " pushed (and signed) by an earlier run", nil
+			}
 		}
-		fmt.Fprintf(o.log, "  the bundle of the earlier run (%s) is gone: creating a new one\n", st.Digest)
+		fmt.Fprintf(o.log, "  the bundle of the earlier run (%s) is gone or not signed by this run's key: creating a new one\n", st.Digest)
 		st.Digest, st.Pinned = "", ""
 		st.resetFrom(stepRestore)
 	}
-	c := bundle.CreateOptions{Creator: "kubectl-assisted " + CurrentVersion().Version, Recipients: o.recipients}
+	c := bundle.CreateOptions{Creator: "kubectl-assisted " + CurrentVersion().Version, Recipients: o.recipients, SigningKey: key}
 	if len(o.recipients) == 0 && !o.NoEncryption {
 		id, err := st.ensureIdentity()
 		if err != nil {
@@ -412,7 +427,6 @@ func (o *MigrateOptions) bundle(ctx context.Context) (string, error) {
 	if o.DataDir != "" {
 		c.Files = &bundle.FilesOptions{Dir: o.DataDir, Exclude: append(append([]string{}, files.DefaultExcludes...), o.Exclude...)}
 	}
-	var err error
 	if c.Database, err = databaseSource(o.Postgres, o.DBTables, nil); err != nil {
 		return "", err
 	}
@@ -460,7 +474,7 @@ func (o *MigrateOptions) bundle(ctx context.Context) (string, error) {
 	for _, l := range res.Layers {
 		size += l.Size
 	}
-	return fmt.Sprintf("pushed %s (%s in %d layers)", res.Digest, humanBytes(size), len(res.Layers)), nil
+	return fmt.Sprintf("pushed %s (%s in %d layers), signed by %s", res.Digest, humanBytes(size), len(res.Layers), res.Signer), nil
 }
 
 // pinnedRef names the bundle by digest where the transport allows it.

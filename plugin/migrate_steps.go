@@ -213,6 +213,9 @@ func (o *MigrateOptions) restoreDirect(ctx context.Context) (string, error) {
 	if idFile != "" {
 		args = append(args, "--identity", idFile)
 	}
+	// The run's own signing key signed the bundle: the restore accepts
+	// only a bundle signed by it.
+	args = append(args, "--signer", o.state.signerPath())
 	if o.Registry.ConfigFile != "" {
 		args = append(args, "--registry-config", o.Registry.ConfigFile)
 	}
@@ -289,6 +292,10 @@ func (o *MigrateOptions) restoreJob(ctx context.Context) (string, error) {
 	if idText == "" {
 		return "", errors.New("the restore Job needs the age identity: this bundle is unencrypted, and the Job only restores encrypted bundles")
 	}
+	_, signerPEM, err := o.state.signer()
+	if err != nil {
+		return "", err
+	}
 	regAuth, err := registryAuthFor(o.Registry.ConfigFile, o.ref.Registry)
 	if err != nil {
 		return "", err
@@ -297,7 +304,7 @@ func (o *MigrateOptions) restoreJob(ctx context.Context) (string, error) {
 		Namespace: o.Namespace, Ref: o.state.Pinned, Digest: o.state.Digest,
 		RestoreImage: o.RestoreImage, DatabaseImage: o.DatabaseImage,
 		DatabaseSize: o.asc.DatabaseSize, FilesystemSize: o.asc.FilesystemSize,
-		Identity: idText, RegistryAuth: regAuth, ExtraArgs: o.restoreArgs()[2:],
+		Identity: idText, Signer: signerPEM, RegistryAuth: regAuth, ExtraArgs: o.restoreArgs()[2:],
 	}
 	if o.StorageClass != "" {
 		jo.StorageClassName = &o.StorageClass

@@ -38,6 +38,9 @@ const (
 	RegistrySecret       = "kubectl-assisted-restore-registry"
 	// IdentityKey is the key of IdentitySecret holding the age identity.
 	IdentityKey = "identity.txt"
+	// SignerKey is the key of IdentitySecret holding the signer's public
+	// key (PEM): the restore accepts only a bundle signed by it.
+	SignerKey = "signer.pub"
 	// ManagedByLabel marks every object this package builds.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedBy      = "kubectl-assisted"
@@ -62,6 +65,10 @@ type Options struct {
 	StorageClassName *string
 	// Identity is the age identity that decrypts the bundle (goes into a Secret).
 	Identity string
+	// Signer is the PEM public key the bundle must be signed by (goes into
+	// the same Secret, passed as --signer). Required: the Job never restores
+	// an unsigned bundle.
+	Signer string
 	// RegistryAuth is a docker config.json for pulling the bundle; empty for none.
 	RegistryAuth []byte
 	// ExtraArgs are appended to the restore command line (e.g. --service-url).
@@ -71,7 +78,7 @@ type Options struct {
 // Validate checks the options.
 func (o *Options) Validate() error {
 	var missing []string
-	for name, v := range map[string]string{"namespace": o.Namespace, "bundle reference": o.Ref, "digest": o.Digest, "restore image": o.RestoreImage, "identity": o.Identity} {
+	for name, v := range map[string]string{"namespace": o.Namespace, "bundle reference": o.Ref, "digest": o.Digest, "restore image": o.RestoreImage, "identity": o.Identity, "signer": o.Signer} {
 		if v == "" {
 			missing = append(missing, name)
 		}
@@ -113,7 +120,7 @@ func Objects(o Options) ([]runtime.Object, error) {
 		pvc(meta(DatabasePVC), o.DatabaseSize, o.StorageClassName),
 		pvc(meta(FilesystemPVC), o.FilesystemSize, o.StorageClassName),
 		&corev1.Secret{TypeMeta: typeMeta("v1", "Secret"), ObjectMeta: meta(IdentitySecret), Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{IdentityKey: []byte(o.Identity)}},
+			Data: map[string][]byte{IdentityKey: []byte(o.Identity), SignerKey: []byte(o.Signer)}},
 	}
 	if len(o.RegistryAuth) > 0 {
 		objs = append(objs, &corev1.Secret{TypeMeta: typeMeta("v1", "Secret"), ObjectMeta: meta(RegistrySecret),
@@ -204,6 +211,7 @@ func restoreJob(o Options, meta metav1.ObjectMeta) *batchv1.Job {
 	}
 	args := []string{"restore", o.Ref,
 		"--identity", "/var/run/kubectl-assisted/identity/" + IdentityKey,
+		"--signer", "/var/run/kubectl-assisted/identity/" + SignerKey,
 		"--db-from-env",
 		"--data-dir", "/data",
 		"-n", o.Namespace,

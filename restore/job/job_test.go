@@ -18,6 +18,7 @@ func validOptions() Options {
 		DatabaseSize:   resource.MustParse("10Gi"),
 		FilesystemSize: resource.MustParse("20Gi"),
 		Identity:       "AGE-SECRET-KEY-1TEST",
+		Signer:         "-----BEGIN PUBLIC KEY-----\nTEST\n-----END PUBLIC KEY-----\n",
 		RegistryAuth:   []byte(`{"auths":{}}`),
 	}
 }
@@ -54,6 +55,15 @@ func TestObjects(t *testing.T) {
 			t.Fatalf("DB_PASS must come from the postgres Secret: %+v", e)
 		}
 	}
+	// The restore accepts only a bundle signed by the Secret's public key.
+	if !strings.Contains(cmdline, "--signer /var/run/kubectl-assisted/identity/signer.pub") || strings.Contains(cmdline, "--allow-unsigned") {
+		t.Fatalf("command line %q: no --signer", cmdline)
+	}
+	for _, o := range objs {
+		if s, ok := o.(*corev1.Secret); ok && s.Name == IdentitySecret && string(s.Data["signer.pub"]) != validOptions().Signer {
+			t.Fatalf("identity Secret keys %v: no signer.pub", s.Data)
+		}
+	}
 	side := job.Spec.Template.Spec.InitContainers[0]
 	if side.RestartPolicy == nil || *side.RestartPolicy != corev1.ContainerRestartPolicyAlways || side.Image != DefaultDatabaseImage {
 		t.Fatalf("database sidecar = %+v", side)
@@ -68,6 +78,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"tag not digest", func(o *Options) { o.Ref = "registry.example.com/b:latest" }, "pinned by digest"},
 		{"no image", func(o *Options) { o.RestoreImage = "" }, "restore image"},
+		{"no signer", func(o *Options) { o.Signer = "" }, "signer"},
 		{"no sizes", func(o *Options) { o.DatabaseSize = resource.Quantity{} }, "PVC sizes"},
 	}
 	for _, tt := range tests {
