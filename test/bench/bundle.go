@@ -149,7 +149,7 @@ func benchBundle(b *bench) error {
 			step(pushOras, data, nil, oras, append([]string{"push", "--plain-http", theirs}, names...)...),
 		}
 		pull := []func() error{
-			step(pullOurs, work, ourEnv, bin, "bundle", "extract", ours, "--identity", keyFile, "--dir", out("ours-out"), "--plain-http", "--no-progress", "-o", "json"),
+			step(pullOurs, work, ourEnv, bin, "bundle", "extract", ours, "--allow-unsigned", "--identity", keyFile, "--dir", out("ours-out"), "--plain-http", "--no-progress", "-o", "json"),
 			step(pullOras, work, nil, oras, "pull", "--plain-http", theirs, "-o", out("oras-out")),
 		}
 		if round%2 == 1 { // alternate who goes first
@@ -262,7 +262,7 @@ func benchBundleRSS(b *bench, bin, work string, env []string, recipient, keyFile
 			reg.stop()
 			return err
 		}
-		x, err := runIn(work, env, bin, "bundle", "extract", ref, "--identity", keyFile, "--dir", filepath.Join(work, "rss-out"), "--plain-http", "--no-progress", "-o", "json")
+		x, err := runIn(work, env, bin, "bundle", "extract", ref, "--allow-unsigned", "--identity", keyFile, "--dir", filepath.Join(work, "rss-out"), "--plain-http", "--no-progress", "-o", "json")
 		reg.stop()
 		_ = os.RemoveAll(filepath.Join(work, "rss-out"))
 		_ = os.RemoveAll(data)

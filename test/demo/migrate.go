@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"filippo.io/age"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/sign"
 )
 
 // migration is what step 3 produced, whichever way it ran.
@@ -118,11 +120,26 @@ func (d *demo) migrateInTwoSteps(s *stepRun) (*migration, error) {
 	}
 	d.secrets["age identity"] = id.String()
 	s.say("age key for this bundle: %s (recipient %s)", keyFile, id.Recipient())
+	// Node 0 signs the bundle; the restore accepts only a bundle signed by
+	// this key.
+	signingKey, signerFile := d.path("keys", "bundle-signing.key"), d.path("keys", "bundle-signing.pub")
+	privPEM, pubPEM, err := sign.GenerateKey()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(signingKey, privPEM, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(signerFile, pubPEM, 0o644); err != nil {
+		return nil, err
+	}
+	d.secrets["signing key"] = strings.Split(string(privPEM), "\n")[1] // the base64 body
+	s.say("signing key for this bundle: %s (public key %s)", signingKey, signerFile)
 
 	m := &migration{Via: "kubectl assisted bundle create, restore, switchover", ServiceURL: serviceURL}
 	create := []string{"bundle", "create", "--to", d.ref(),
 		"--db", d.node0DB, "--data-dir", d.node0.dataDir, "--manifests-dir", d.node0.manifestsDir,
-		"--recipient", id.Recipient().String()}
+		"--recipient", id.Recipient().String(), "--signing-key", signingKey}
 	create = append(append(create, d.registryArgs()...), "-o", "json")
 	res, err := d.assistedNote(s, "on node 0", create...)
 	if err != nil {
@@ -137,7 +154,7 @@ func (d *demo) migrateInTwoSteps(s *stepRun) (*migration, error) {
 	m.Digest = created.Digest
 	m.Steps = append(m.Steps, migrationStep{Name: "bundle create", DurationSeconds: lastCommand(s)})
 
-	restore := []string{"restore", d.refAt(created.Digest), "--identity", keyFile,
+	restore := []string{"restore", d.refAt(created.Digest), "--identity", keyFile, "--signer", signerFile,
 		"--db", d.cluster0DB, "--data-dir", d.path("cluster0", "data"),
 		"-n", serviceNamespace, "--kubeconfig", d.kubeconfig, "--service-url", serviceURL}
 	restore = append(append(restore, d.registryArgs()...), "-o", "json")

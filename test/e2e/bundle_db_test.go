@@ -41,7 +41,7 @@ func TestBundleCreateDatabase(t *testing.T) {
 	key, recipient := ageKey(t)
 	dir := filepath.Join(t.TempDir(), "layout")
 	created := parseCreate(t, p.MustRun(t, "bundle", "create", "--to", "oci:"+dir+":v1", "--db", db.URL, "--data-dir", "",
-		"--recipient", recipient, "-o", "json").Stdout)
+		"--recipient", recipient, "--signing-key", signingKeyFile(t), "-o", "json").Stdout)
 	if len(created.Layers) != 1 || created.Layers[0].Kind != "database" {
 		t.Fatalf("want one database layer, got %+v", created.Layers)
 	}
@@ -95,7 +95,7 @@ func TestBundleCreateDatabase(t *testing.T) {
 		t.Errorf("metadata lists %d clusters, the database has %d live ones", len(inspect.Metadata.Source.ClusterIDs), liveClusters)
 	}
 
-	verified := p.MustRun(t, "bundle", "verify", "oci:"+dir+":v1", "--identity", key)
+	verified := p.MustRun(t, "bundle", "verify", "oci:"+dir+":v1", "--signer", signerFile(t), "--identity", key)
 	if !strings.Contains(verified.Stdout+verified.Stderr, "database") {
 		t.Errorf("verify does not mention the database layer:\n%s%s", verified.Stdout, verified.Stderr)
 	}
@@ -120,7 +120,7 @@ func TestBundleCreateDatabase(t *testing.T) {
 			t.Errorf("--db-exclude-table-data '': release_images has %d rows in the bundle, want %d", tb.Rows, want["release_images"])
 		}
 	}
-	p.MustRun(t, "bundle", "verify", "oci:"+dir2)
+	p.MustRun(t, "bundle", "verify", "oci:"+dir2, "--allow-unsigned")
 
 	// Corrupt the database layer blob: verify must fail and name it.
 	blob := filepath.Join(dir2, "blobs", strings.Replace(dbLayerDigest(t, p, "oci:"+dir2), ":", "/", 1))
@@ -132,7 +132,7 @@ func TestBundleCreateDatabase(t *testing.T) {
 	if err := os.WriteFile(blob, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bad := p.Run(t, "bundle", "verify", "oci:"+dir2)
+	bad := p.Run(t, "bundle", "verify", "oci:"+dir2, "--allow-unsigned")
 	if bad.ExitCode == 0 {
 		t.Fatalf("verify passed a corrupted database layer:\n%s", bad.Stdout)
 	}

@@ -32,7 +32,7 @@ func testRegistryInterop(t *testing.T, reg *harness.Registry) {
 	ref := reg.Ref("assisted/node0", "v1")
 
 	res := parseCreate(t, p.MustRun(t, append([]string{"bundle", "create", "--to", ref, "--data-dir", data,
-		"--recipient", recipient, "-o", "json"}, registryArgs(reg)...)...).Stdout)
+		"--recipient", recipient, "--signing-key", signingKeyFile(t), "-o", "json"}, registryArgs(reg)...)...).Stdout)
 	if !res.Encrypted || len(res.Layers) != 1 || res.Layers[0].Kind != "files" {
 		t.Fatalf("create result: %+v", res)
 	}
@@ -56,14 +56,28 @@ func testRegistryInterop(t *testing.T, reg *harness.Registry) {
 		t.Fatalf("skopeo inspect --raw differs from oras:\n%s\n%s", skRaw, raw)
 	}
 
-	// skopeo copy to an OCI layout keeps the digest; our verify accepts it.
+	// The signature is a referrer of the manifest that oras finds (the
+	// referrers API, or the referrers tag schema on docker-registry).
+	if disc := run(t, oras, append([]string{"discover", "--format", "json", ref}, orasArgs(reg)...)...); !strings.Contains(disc, cosignSigArtifactType) {
+		t.Fatalf("oras discover does not list the signature:\n%s", disc)
+	}
+	// oras cp -r copies the bundle with its referrers: the layout copy verifies with the signer.
+	orasLayout := filepath.Join(t.TempDir(), "oras-layout")
+	run(t, oras, append([]string{"cp", "-r", "--to-oci-layout", ref, orasLayout + ":copied"}, orasFromArgs(reg)...)...)
+	p.MustRun(t, "bundle", "verify", "oci:"+orasLayout+":copied", "--signer", signerFile(t), "--identity", key)
+
+	// skopeo copy to an OCI layout keeps the digest but not the signature:
+	// refused with exit 9, accepted with --allow-unsigned.
 	layout := filepath.Join(t.TempDir(), "layout")
 	run(t, skopeo, append(append([]string{"copy"}, skopeoArgs(t, reg, "src-")...), "docker://"+ref, "oci:"+layout+":copied")...)
 	ins := p.MustRun(t, "bundle", "inspect", "oci:"+layout+":copied", "-o", "json").Stdout
 	if !strings.Contains(ins, `"digest": "`+res.Digest+`"`) {
 		t.Fatalf("the oci copy has another digest than %s:\n%s", res.Digest, ins)
 	}
-	v := p.MustRun(t, "bundle", "verify", "oci:"+layout+":copied", "--identity", key, "-o", "json").Stdout
+	if r := p.Run(t, "bundle", "verify", "oci:"+layout+":copied", "--signer", signerFile(t), "--identity", key); r.ExitCode != 9 || !strings.Contains(r.Stderr, "not signed") {
+		t.Fatalf("verify of a copy without its signature: exit %d, want 9\n%s", r.ExitCode, r.Combined())
+	}
+	v := p.MustRun(t, "bundle", "verify", "oci:"+layout+":copied", "--allow-unsigned", "--identity", key, "-o", "json").Stdout
 	if !strings.Contains(v, `"decrypted": true`) || !strings.Contains(v, res.Digest) {
 		t.Fatalf("verify of the oci copy:\n%s", v)
 	}
@@ -74,14 +88,14 @@ func testRegistryInterop(t *testing.T, reg *harness.Registry) {
 	if got := run(t, oras, append([]string{"manifest", "fetch", back}, orasArgs(reg)...)...); got != raw {
 		t.Fatalf("manifest changed on the way back:\n%s", got)
 	}
-	vb := p.MustRun(t, append([]string{"bundle", "verify", back, "--identity", key, "-o", "json"}, registryArgs(reg)...)...).Stdout
+	vb := p.MustRun(t, append([]string{"bundle", "verify", back, "--allow-unsigned", "--identity", key, "-o", "json"}, registryArgs(reg)...)...).Stdout
 	if !strings.Contains(vb, `"decrypted": true`) || !strings.Contains(vb, res.Digest) {
 		t.Fatalf("verify of the copy pushed back:\n%s", vb)
 	}
 
 	// The bundle extracts with the xattr and the modes, without installercache.
 	out := filepath.Join(t.TempDir(), "out")
-	p.MustRun(t, append([]string{"bundle", "extract", ref, "--identity", key, "--dir", out}, registryArgs(reg)...)...)
+	p.MustRun(t, append([]string{"bundle", "extract", ref, "--signer", signerFile(t), "--identity", key, "--dir", out}, registryArgs(reg)...)...)
 	assertExtracted(t, data, filepath.Join(out, "files"))
 }
 

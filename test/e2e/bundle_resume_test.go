@@ -85,7 +85,7 @@ func testResumePush(t *testing.T, reg *harness.Registry, sessionKept bool) {
 	viaProxy := *reg
 	viaProxy.Host = proxy.Addr
 	ref := viaProxy.Ref("assisted/node0", "v1")
-	args := append([]string{"bundle", "create", "--to", ref, "--data-dir", data, "--recipient", recipient, "-o", "json"}, registryArgs(&viaProxy)...)
+	args := append([]string{"bundle", "create", "--to", ref, "--data-dir", data, "--recipient", recipient, "--signing-key", signingKeyFile(t), "-o", "json"}, registryArgs(&viaProxy)...)
 
 	// First run: the link goes down 30 MiB into the upload.
 	proxy.CutUpAfter(30 << 20)
@@ -132,7 +132,7 @@ func testResumePush(t *testing.T, reg *harness.Registry, sessionKept bool) {
 	}
 
 	// The bundle is whole: every digest, the decryption, the format.
-	v := p.MustRun(t, append([]string{"bundle", "verify", reg.Ref("assisted/node0", "v1"), "--identity", key, "-o", "json"}, registryArgs(reg)...)...).Stdout
+	v := p.MustRun(t, append([]string{"bundle", "verify", reg.Ref("assisted/node0", "v1"), "--signer", signerFile(t), "--identity", key, "-o", "json"}, registryArgs(reg)...)...).Stdout
 	if !strings.Contains(v, `"decrypted": true`) || !strings.Contains(v, res.Digest) {
 		t.Fatalf("verify after the resumed push:\n%s", v)
 	}
@@ -205,7 +205,7 @@ func TestBundle_ExtractNetworkCut(t *testing.T) {
 	key, recipient := ageKey(t)
 	data := bulkData(t, "kubeadmin-pw-not-secret-here")
 	ref := reg.Ref("assisted/node0", "v1")
-	p.MustRun(t, append([]string{"bundle", "create", "--to", ref, "--data-dir", data, "--recipient", recipient, "-o", "json"}, registryArgs(reg)...)...)
+	p.MustRun(t, append([]string{"bundle", "create", "--to", ref, "--data-dir", data, "--recipient", recipient, "--signing-key", signingKeyFile(t), "-o", "json"}, registryArgs(reg)...)...)
 
 	proxy := harness.StartFaultyProxy(t, reg.Host)
 	viaProxy := *reg
@@ -213,7 +213,7 @@ func TestBundle_ExtractNetworkCut(t *testing.T) {
 	proxy.CutDownAfter(20 << 20)
 	parent := t.TempDir()
 	out := filepath.Join(parent, "node0")
-	r := p.Run(t, append([]string{"bundle", "extract", viaProxy.Ref("assisted/node0", "v1"), "--identity", key, "--dir", out}, registryArgs(&viaProxy)...)...)
+	r := p.Run(t, append([]string{"bundle", "extract", viaProxy.Ref("assisted/node0", "v1"), "--signer", signerFile(t), "--identity", key, "--dir", out}, registryArgs(&viaProxy)...)...)
 	if r.ExitCode == 0 || proxy.Cuts() != 1 {
 		t.Fatalf("extract through a cut link: exit %d, %d cuts\n%s", r.ExitCode, proxy.Cuts(), r.Combined())
 	}
@@ -246,7 +246,7 @@ func TestBundle_ResumePushChangedTree(t *testing.T) {
 	viaProxy := *reg
 	viaProxy.Host = proxy.Addr
 	ref := viaProxy.Ref("assisted/node0", "v1")
-	args := append([]string{"bundle", "create", "--to", ref, "--data-dir", data, "--recipient", recipient, "-o", "json"}, registryArgs(&viaProxy)...)
+	args := append([]string{"bundle", "create", "--to", ref, "--data-dir", data, "--recipient", recipient, "--signing-key", signingKeyFile(t), "-o", "json"}, registryArgs(&viaProxy)...)
 
 	proxy.CutUpAfter(30 << 20)
 	if r := p.Run(t, args...); r.ExitCode == 0 {
@@ -279,7 +279,7 @@ func TestBundle_ResumePushChangedTree(t *testing.T) {
 	}
 	// The pushed layer holds the new line.
 	out := filepath.Join(t.TempDir(), "x")
-	p.MustRun(t, append([]string{"bundle", "extract", reg.Ref("assisted/node0", "v1"), "--identity", key, "--dir", out}, registryArgs(reg)...)...)
+	p.MustRun(t, append([]string{"bundle", "extract", reg.Ref("assisted/node0", "v1"), "--signer", signerFile(t), "--identity", key, "--dir", out}, registryArgs(reg)...)...)
 	b, err := os.ReadFile(filepath.Join(out, "files", bundleClusterID, "logs", "host", "logs.tar.gz"))
 	if err != nil || !strings.HasSuffix(string(b), "one more line\n") {
 		t.Fatalf("extracted log: %v, does not end with the line written before the rerun", err)

@@ -77,11 +77,11 @@ func TestBundle_SecretsNeverLeak(t *testing.T) {
 		return r
 	}
 	created := record(p.MustRun(t, "bundle", "create", "--to", ref, "--plain-http", "--data-dir", data,
-		"--resources", "cluster", "--kubeconfig", kubeconfig, "-n", ns, "--recipient", recipient, "-o", "json"))
+		"--resources", "cluster", "--kubeconfig", kubeconfig, "-n", ns, "--recipient", recipient, "--signing-key", signingKeyFile(t), "-o", "json"))
 	res := parseCreate(t, created.Stdout)
 	record(p.MustRun(t, "bundle", "inspect", ref, "--plain-http", "-o", "json"))
 	record(p.MustRun(t, "bundle", "inspect", ref, "--plain-http"))
-	record(p.MustRun(t, "bundle", "verify", ref, "--plain-http", "--identity", key, "-o", "json"))
+	record(p.MustRun(t, "bundle", "verify", ref, "--plain-http", "--signer", signerFile(t), "--identity", key, "-o", "json"))
 
 	// The database password, in a URL and in an env file: whatever the command
 	// says about them, it never repeats the password.
@@ -118,7 +118,7 @@ func TestBundle_SecretsNeverLeak(t *testing.T) {
 		t.Fatalf("want files and resources layers, got %+v", res.Layers)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	p.MustRun(t, "bundle", "extract", ref, "--plain-http", "--identity", key, "--dir", out)
+	p.MustRun(t, "bundle", "extract", ref, "--plain-http", "--signer", signerFile(t), "--identity", key, "--dir", out)
 	resYAML, err := os.ReadFile(filepath.Join(out, "resources.yaml"))
 	if err != nil || !strings.Contains(string(resYAML), "kind: InfraEnv") || !strings.Contains(string(resYAML), secrets[1]) {
 		t.Fatalf("resources.yaml lacks the InfraEnv or its Secret (%v):\n%s", err, resYAML)

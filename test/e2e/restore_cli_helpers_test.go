@@ -87,6 +87,9 @@ func makeBundle(t *testing.T, ref string, reg oci.RegistryOptions, recipient str
 		}
 		opts.Recipients = []age.Recipient{r}
 	}
+	if opts.SigningKey == nil {
+		_, _, opts.SigningKey = node0Signer(t) // restores pass signerArgs
+	}
 	res, err := bundle.Create(context.Background(), ref, reg, opts)
 	if err != nil {
 		t.Fatalf("create bundle %s: %v", ref, err)

@@ -46,7 +46,13 @@ func TestRestoreCLI_AsTheRestoreJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, signerFile, _ := node0Signer(t)
+	signerPEM, err := os.ReadFile(signerFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	objs, err := job.Objects(job.Options{
+		Signer:    string(signerPEM),
 		Namespace: ns, Ref: reg.Host + "/assisted/job@" + digest, Digest: digest, RestoreImage: "quay.io/example/kubectl-assisted:test",
 		DatabaseSize: resource.MustParse("1Gi"), FilesystemSize: resource.MustParse("1Gi"), Identity: string(idText),
 		ExtraArgs: []string{"--service-url", "https://assisted.cluster0.example.com", "--namespace-mapping", "spoke-cluster=" + ns + ",demo=" + ns + ",agents=" + ns, "--plain-http"},
@@ -59,9 +65,14 @@ func TestRestoreCLI_AsTheRestoreJob(t *testing.T) {
 	cs := k.Clientset(t)
 	ctx := context.Background()
 	var container corev1.Container
+	var idSecret *corev1.Secret
 	for _, o := range objs {
 		var err error
 		switch v := o.(type) {
+		case *corev1.Secret:
+			if v.Name == job.IdentitySecret {
+				idSecret = v
+			}
 		case *corev1.ServiceAccount:
 			_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, v, metav1.CreateOptions{})
 		case *rbacv1.ClusterRole:
@@ -105,8 +116,16 @@ func TestRestoreCLI_AsTheRestoreJob(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "identity"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "identity", job.IdentityKey), idText, 0o600); err != nil {
-		t.Fatal(err)
+	if idSecret == nil || string(idSecret.Data[job.IdentityKey]) != string(idText) {
+		t.Fatalf("the identity Secret does not hold the identity")
+	}
+	for key, v := range idSecret.Data { // the Secret volume: one file per key
+		if err := os.WriteFile(filepath.Join(root, "identity", key), v, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(strings.Join(container.Args, " "), "--signer /var/run/kubectl-assisted/identity/signer.pub") {
+		t.Fatalf("the Job does not check the signature: %v", container.Args)
 	}
 	dataDir := filepath.Join(root, "data")
 	var args []string

@@ -244,7 +244,7 @@ func TestRestoreCLI_KilledAnywhereThenRerunConverges(t *testing.T) {
 		return restoreTarget{t: t, ns: ns, dir: filepath.Join(t.TempDir(), "data"), kubeconfig: k.KubeconfigFor(t, harness.AdminUser, ns), db: db, plugin: &pp}
 	}
 	args := func(tg restoreTarget) []string {
-		return []string{"restore", ref, "--identity", identity, "--db-from-env", "--data-dir", tg.dir, "--kubeconfig", tg.kubeconfig, "-n", tg.ns,
+		return []string{"restore", ref, "--signer", signerFile(t), "--identity", identity, "--db-from-env", "--data-dir", tg.dir, "--kubeconfig", tg.kubeconfig, "-n", tg.ns,
 			"--namespace-mapping", "spoke-cluster=" + tg.ns + ",demo=" + tg.ns + ",agents=" + tg.ns, "--service-url", "https://assisted.cluster0.example.com", "-o", "json"}
 	}
 	type state struct {

@@ -91,7 +91,7 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 	// the resources layer; the restore re-creates the CRs from them and the rows.
 	ref := "oci:" + filepath.Join(t.TempDir(), "layout") + ":v1"
 	created := p.Run(t, "bundle", "create", "--to", ref, "--db", src.URL, "--data-dir", assistedData(t, plantedKubeadmin),
-		"--manifests-dir", writeManifests(t, s, nil), "--recipient", recipient, "-o", "json")
+		"--manifests-dir", writeManifests(t, s, nil), "--recipient", recipient, "--signing-key", signingKeyFile(t), "-o", "json")
 	if created.ExitCode != 0 {
 		t.Fatalf("bundle create: exit %d\n%s", created.ExitCode, created.Combined())
 	}
@@ -99,7 +99,7 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 
 	t.Run("diff without drift", func(t *testing.T) {
 		scratch := emptyDatabase(t)
-		r := p.Run(t, "restore", ref, "--identity", identity, "--recreate-resources", "--diff", "--db", scratch.URL, "-o", "json")
+		r := p.Run(t, "restore", ref, "--signer", signerFile(t), "--identity", identity, "--recreate-resources", "--diff", "--db", scratch.URL, "-o", "json")
 		if r.ExitCode != 0 || strings.TrimSpace(r.Stdout) != "[]" {
 			t.Fatalf("--diff: exit %d, want 0 and []\n%s", r.ExitCode, r.Combined())
 		}
@@ -112,7 +112,7 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 	target := emptyDatabase(t)
 	postgresSecret(t, k, ns, target)
 	kubeconfig := k.KubeconfigFor(t, harness.AdminUser, ns)
-	r := p.Run(t, "restore", ref, "--identity", identity, "--data-dir", filepath.Join(t.TempDir(), "data"), "--kubeconfig", kubeconfig, "-n", ns,
+	r := p.Run(t, "restore", ref, "--signer", signerFile(t), "--identity", identity, "--data-dir", filepath.Join(t.TempDir(), "data"), "--kubeconfig", kubeconfig, "-n", ns,
 		"--namespace-mapping", "cluster0="+ns, "-o", "json")
 	if r.ExitCode != 0 {
 		t.Fatalf("restore: exit %d\n%s", r.ExitCode, r.Combined())
@@ -150,7 +150,7 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 		ns := k.Namespace(t)
 		db := emptyDatabase(t)
 		dataDir := filepath.Join(t.TempDir(), "data")
-		r := p.Run(t, "restore", bare, "--identity", identity, "--db", db.URL, "--data-dir", dataDir, "--dry-run=server",
+		r := p.Run(t, "restore", bare, "--signer", signerFile(t), "--identity", identity, "--db", db.URL, "--data-dir", dataDir, "--dry-run=server",
 			"--kubeconfig", k.KubeconfigFor(t, harness.AdminUser, ns), "-n", ns, "-o", "json")
 		if r.ExitCode != 0 {
 			t.Fatalf("dry run: exit %d\n%s", r.ExitCode, r.Combined())
@@ -180,12 +180,12 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 	})
 	t.Run("diff with drift", func(t *testing.T) {
 		scratch := emptyDatabase(t)
-		r := p.Run(t, "restore", ref, "--identity", identity, "--recreate-resources", "--diff", "--manifests-dir", drifted, "--db", scratch.URL, "-o", "json")
+		r := p.Run(t, "restore", ref, "--signer", signerFile(t), "--identity", identity, "--recreate-resources", "--diff", "--manifests-dir", drifted, "--db", scratch.URL, "-o", "json")
 		var diffs []recreate.Difference
 		if r.ExitCode != 1 || json.Unmarshal([]byte(r.Stdout), &diffs) != nil || len(diffs) != 1 || diffs[0].Field != "spec.sshAuthorizedKey" {
 			t.Fatalf("--diff: exit %d, want 1 and the one difference\n%s", r.ExitCode, r.Combined())
 		}
-		human := p.Run(t, "restore", ref, "--identity", identity, "--recreate-resources", "--diff", "--manifests-dir", drifted, "--db", scratch.URL)
+		human := p.Run(t, "restore", ref, "--signer", signerFile(t), "--identity", identity, "--recreate-resources", "--diff", "--manifests-dir", drifted, "--db", scratch.URL)
 		if human.ExitCode != 1 || !strings.Contains(human.Stdout, "spec.sshAuthorizedKey") {
 			t.Fatalf("--diff: exit %d\n%s", human.ExitCode, human.Combined())
 		}
@@ -194,7 +194,7 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 		ns := k.Namespace(t)
 		db := emptyDatabase(t)
 		dataDir := filepath.Join(t.TempDir(), "data")
-		args := []string{"restore", ref, "--identity", identity, "--recreate-resources", "--manifests-dir", drifted, "--db", db.URL,
+		args := []string{"restore", ref, "--signer", signerFile(t), "--identity", identity, "--recreate-resources", "--manifests-dir", drifted, "--db", db.URL,
 			"--data-dir", dataDir, "--kubeconfig", k.KubeconfigFor(t, harness.AdminUser, ns), "-n", ns, "--namespace-mapping", "cluster0=" + ns}
 		r := p.Run(t, args...)
 		if r.ExitCode != 23 || !strings.Contains(r.Stderr, "spec.sshAuthorizedKey") {

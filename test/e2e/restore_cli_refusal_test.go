@@ -105,7 +105,7 @@ current-context: c
 			if kubeconfig == "" {
 				kubeconfig = k.KubeconfigFor(t, harness.AdminUser, ns)
 			}
-			args := []string{"restore", tt.ref, "--db", withPassword(t, db.URL, plantedDBPassword), "--data-dir", dataDir,
+			args := []string{"restore", tt.ref, "--signer", signerFile(t), "--db", withPassword(t, db.URL, plantedDBPassword), "--data-dir", dataDir,
 				"--kubeconfig", kubeconfig, "-n", ns, "--namespace-mapping", "spoke-cluster=" + ns + ",demo=" + ns + ",agents=" + ns}
 			if tt.identity != "" {
 				args = append(args, "--identity", tt.identity)
@@ -160,7 +160,7 @@ func TestRestoreCLI_SkipResourcesThenResources(t *testing.T) {
 		Database: pgDumpSource{node0Database(t, assisted.Scale{Clusters: 1, Hosts: 2, Events: 10, InventoryBytes: 200}).URL},
 		Files:    &bundle.FilesOptions{Dir: assistedData(t, plantedKubeadmin)}, Resources: exportedObjects(node0Export(t, id))})
 	db := emptyDatabase(t)
-	args := []string{"restore", ref, "--identity", identity, "--db", db.URL, "--data-dir", filepath.Join(t.TempDir(), "data"),
+	args := []string{"restore", ref, "--signer", signerFile(t), "--identity", identity, "--db", db.URL, "--data-dir", filepath.Join(t.TempDir(), "data"),
 		"--kubeconfig", k.KubeconfigFor(t, harness.AdminUser, ns), "-n", ns, "--namespace-mapping", "spoke-cluster=" + ns + ",demo=" + ns + ",agents=" + ns, "-o", "json"}
 
 	r := p.Run(t, append(args, "--skip-resources")...)

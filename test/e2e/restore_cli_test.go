@@ -60,7 +60,7 @@ func TestRestoreCLI_ExportedBundleIntoCluster0(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
 	const serviceURL = "https://assisted-service-multicluster-engine.apps.cluster0.example.com"
 	kubeconfig := k.KubeconfigFor(t, harness.AdminUser, ns)
-	args := []string{"restore", ref, "--plain-http", "--identity", identity,
+	args := []string{"restore", ref, "--plain-http", "--signer", signerFile(t), "--identity", identity,
 		"--db", withPassword(t, target.URL, plantedDBPassword), "--data-dir", dataDir,
 		"--kubeconfig", kubeconfig, "-n", ns, "--namespace-mapping", "spoke-cluster=" + ns + ",demo=" + ns, "--namespace-mapping", "agents=" + ns,
 		"--service-url", serviceURL}

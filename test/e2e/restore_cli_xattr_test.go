@@ -40,7 +40,7 @@ func TestRestoreCLI_DataDirWithoutXattrs(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := p.Command(ctx, "restore", ref, "--identity", identity, "--db", target.URL, "--data-dir", dataDir, "--skip-resources",
+	cmd := p.Command(ctx, "restore", ref, "--signer", signerFile(t), "--identity", identity, "--db", target.URL, "--data-dir", dataDir, "--skip-resources",
 		"--kubeconfig", k.KubeconfigFor(t, harness.AdminUser, ns), "-n", ns, "-o", "json")
 	// Mount ramfs over the data directory in a mount namespace of the
 	// restore's own, then run it there; the listing proves what landed.

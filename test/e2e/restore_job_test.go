@@ -33,6 +33,7 @@ func TestRestoreJob_AcceptedByServerSideApplyDryRun(t *testing.T) {
 		DatabaseSize:   resource.MustParse("10Gi"),
 		FilesystemSize: resource.MustParse("10Gi"),
 		Identity:       "AGE-SECRET-KEY-1EXAMPLE",
+		Signer:         "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n",
 		RegistryAuth:   []byte(`{"auths":{"registry.example.com":{"auth":"dTpw"}}}`),
 	})
 	if err != nil {

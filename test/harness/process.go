@@ -214,3 +214,7 @@ func descendants(pid int) []int {
 	}
 	return out
 }
+
+// AtExit runs f when the test binary ends (after every test), for state
+// shared by several tests.
+func AtExit(f func()) { atExit(f) }
