@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	neturl "net/url"
@@ -187,6 +190,8 @@ type migrateResult struct {
 	Digest      string `json:"digest"`
 	RestoreMode string `json:"restoreMode"`
 	ServiceURL  string `json:"serviceURL"`
+	Signer      string `json:"signer"`
+	SignerFile  string `json:"signerFile"`
 	Steps       []struct {
 		Name, State string
 		Ran         bool
@@ -410,6 +415,7 @@ func TestMigrate_TwoSites(t *testing.T) {
 		}
 	}
 	s.checkMigrated(t, res.Digest)
+	s.checkSigned(t, res)
 	// The restore gathered statistics (ANALYZE, beside the later phases)
 	// before it wrote the receipt.
 	var analyzed int
@@ -417,7 +423,7 @@ func TestMigrate_TwoSites(t *testing.T) {
 		WHERE starelid IN ('public.events'::regclass, 'public.hosts'::regclass)`).Scan(&analyzed); err != nil || analyzed == 0 {
 		t.Errorf("no statistics on cluster 0's events and hosts after the restore (%v)", err)
 	}
-	for _, secret := range []string{s.kubeadminPassword, assisted.ScenarioPullSecret, "c2NlbmFyaW8tdXNlcjpzY2VuYXJpby1wYXNzd29yZA", "AGE-SECRET-KEY"} {
+	for _, secret := range []string{s.kubeadminPassword, assisted.ScenarioPullSecret, "c2NlbmFyaW8tdXNlcjpzY2VuYXJpby1wYXNzd29yZA", "AGE-SECRET-KEY", "PRIVATE KEY", signingKeyBody(t, s.stateDir)} {
 		if strings.Contains(r.Stdout+r.Stderr, secret) {
 			t.Errorf("secret %.12s... in migrate's output", secret)
 		}
@@ -628,11 +634,27 @@ func TestMigrate_JobMode(t *testing.T) {
 	if err := os.WriteFile(idFile, idSecret.Data["identity.txt"], 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The Job checks the signature with the public key migrate generated,
+	// carried by the identity Secret (and never the private key).
+	signerPub := filepath.Join(t.TempDir(), "signer.pub")
+	if err := os.WriteFile(signerPub, idSecret.Data["signer.pub"], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(c.Args, " "), "--signer /var/run/kubectl-assisted/identity/signer.pub") || strings.Contains(strings.Join(c.Args, " "), "--allow-unsigned") {
+		t.Fatalf("the Job does not check the signature: %v", c.Args)
+	}
+	for k, v := range idSecret.Data {
+		if strings.Contains(string(v), "PRIVATE KEY") {
+			t.Fatalf("the identity Secret's %s holds a signing private key", k)
+		}
+	}
 	var podArgs []string
 	for _, a := range c.Args {
 		switch a {
 		case "/var/run/kubectl-assisted/identity/identity.txt":
 			a = idFile
+		case "/var/run/kubectl-assisted/identity/signer.pub":
+			a = signerPub
 		case "/data":
 			a = s.targetData
 		}
@@ -663,4 +685,58 @@ func TestMigrate_JobMode(t *testing.T) {
 	u.RawQuery = q.Encode()
 	s.targetDB = &harness.Database{Name: name, URL: u.String()}
 	s.checkMigrated(t, res.Digest)
+	s.checkSigned(t, res)
+	if pem, err := os.ReadFile(res.SignerFile); err != nil || string(pem) != string(idSecret.Data["signer.pub"]) {
+		t.Errorf("the Job's signer.pub is not the run's public key %s (%v)", res.SignerFile, err)
+	}
+}
+
+// checkSigned: migrate signed the bundle with the key pair it generated in
+// its state directory; the bundle verifies with that public key only, and is
+// refused (exit 9) without it.
+func (s *migrateSites) checkSigned(t *testing.T, res migrateResult) {
+	t.Helper()
+	if res.SignerFile == "" || !strings.HasPrefix(res.SignerFile, s.stateDir) {
+		t.Fatalf("signerFile %q is not in the state directory %s", res.SignerFile, s.stateDir)
+	}
+	pemData, err := os.ReadFile(res.SignerFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fingerprint is SHA-256 of the public key's DER (docs/bundle-format.md).
+	block, _ := pem.Decode(pemData)
+	if block == nil || block.Type != "PUBLIC KEY" {
+		t.Fatalf("%s is not a PEM public key", res.SignerFile)
+	}
+	sum := sha256.Sum256(block.Bytes)
+	if want := "sha256:" + hex.EncodeToString(sum[:]); res.Signer != want {
+		t.Errorf("signer %q, want the public key's fingerprint %s", res.Signer, want)
+	}
+	key := filepath.Join(filepath.Dir(res.SignerFile), "signing.key")
+	if fi, err := os.Stat(key); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("signing key %s: %v, mode %v (want 0600)", key, err, fi)
+	}
+	pinned := s.registry.Host + "/assisted/node0@" + res.Digest
+	v := s.plugin.Run(t, "bundle", "verify", pinned, "--plain-http", "--signer", res.SignerFile, "-o", "json")
+	if v.ExitCode != 0 || !strings.Contains(v.Stdout, `"verified": true`) || !strings.Contains(v.Stdout, res.Signer) {
+		t.Fatalf("verify with migrate's public key: exit %d\n%s", v.ExitCode, v.Combined())
+	}
+	if u := s.plugin.Run(t, "bundle", "verify", pinned, "--plain-http"); u.ExitCode != 9 {
+		t.Fatalf("verify without --signer: exit %d, want 9\n%s", u.ExitCode, u.Combined())
+	}
+}
+
+// signingKeyBody is the base64 body of the signing key migrate generated
+// (a secret: no output may show it); "" when there is none yet.
+func signingKeyBody(t *testing.T, stateDir string) string {
+	t.Helper()
+	keys, _ := filepath.Glob(filepath.Join(stateDir, "*", "signing.key"))
+	for _, k := range keys {
+		if b, err := os.ReadFile(k); err == nil {
+			if block, _ := pem.Decode(b); block != nil {
+				return base64.StdEncoding.EncodeToString(block.Bytes)
+			}
+		}
+	}
+	return "no signing key found: " + stateDir
 }
