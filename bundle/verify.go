@@ -21,9 +21,9 @@ type VerifyOptions struct {
 
 // VerifyReport is what Verify checked; its json form is part of `bundle verify -o json`.
 type VerifyReport struct {
-	Reference     string        `json:"reference"`
-	Digest        string        `json:"digest"`
-	FormatVersion string        `json:"formatVersion"`
+	Reference     string `json:"reference"`
+	Digest        string `json:"digest"`
+	FormatVersion string `json:"formatVersion"`
 	// Signature is what Open found of the bundle's signature.
 	Signature *SignatureStatus `json:"signature,omitempty"`
 	Layers    []LayerReport    `json:"layers"`
