@@ -1,6 +1,8 @@
 package plugin
 
 import (
+	"crypto"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"os"
@@ -150,5 +152,47 @@ func TestStepErrorExitCodes(t *testing.T) {
 	}
 	if got := clierr.ExitCode(stepError(stepBundle, clierr.New(errors.New("x"), "", clierr.ExitUsage))); got != clierr.ExitUsage {
 		t.Errorf("usage errors keep exit 2, got %d", got)
+	}
+}
+
+// The run's signing key pair: made once (private 0600), reused by a rerun,
+// and its public half is what the restore trusts.
+func TestMigrateSigningKey(t *testing.T) {
+	s, err := loadState(t.TempDir(), "reg:5000/a:v1", "https://c0:6443", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.signer(); err == nil {
+		t.Fatal("a signer before any key was made")
+	}
+	k, err := s.ensureSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(s.signingKeyPath()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("signing key mode: %v %v", fi, err)
+	}
+	pub, pemText, err := s.signer()
+	if err != nil || !strings.Contains(pemText, "BEGIN PUBLIC KEY") {
+		t.Fatalf("signer: %v %q", err, pemText)
+	}
+	payload := []byte("a manifest digest, say")
+	sig, err := k.Sign(nil, payload, crypto.Hash(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ed25519.Verify(pub.Public.(ed25519.PublicKey), payload, sig) {
+		t.Fatal("signing.pub is not the public half of signing.key")
+	}
+	k2, err := s.ensureSigningKey()
+	if err != nil || !k2.Public().(ed25519.PublicKey).Equal(k.Public()) {
+		t.Fatalf("the rerun made another key: %v", err)
+	}
+	// A damaged key file is an error, never silently replaced.
+	if err := os.WriteFile(s.signingKeyPath(), []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ensureSigningKey(); err == nil || strings.Contains(err.Error(), "garbage") {
+		t.Fatalf("damaged key: %v", err)
 	}
 }
