@@ -172,15 +172,19 @@ func findSignatures(ctx context.Context, src oci.Source, desc ocispec.Descriptor
 		return nil, nil
 	}
 	var notes []string
-	descs, err := rs.Referrers(ctx, desc, sign.ArtifactType)
-	if err != nil {
-		notes = append(notes, err.Error())
-	}
+	var descs []ocispec.Descriptor
+	// cosign's tag first: it names this digest, whatever else the
+	// repository or layout lists.
 	if d, err := rs.ResolveTag(ctx, sign.Tag(desc.Digest)); err == nil {
 		descs = append(descs, d)
 	} else if !oci.IsNotFound(err) {
 		notes = append(notes, fmt.Sprintf("resolve %s: %v", sign.Tag(desc.Digest), err))
 	}
+	refs, err := rs.Referrers(ctx, desc, sign.ArtifactType)
+	if err != nil {
+		notes = append(notes, err.Error())
+	}
+	descs = append(descs, refs...)
 	var out []candidate
 	done := map[string]bool{}
 	for _, d := range descs {
