@@ -15,6 +15,7 @@ ORAS_VERSION=${ORAS_VERSION:-v1.3.6}
 KREW_VERSION=${KREW_VERSION:-v0.4.3}
 IGNITION_VERSION=${IGNITION_VERSION:-v2.24.0}
 AGE_VERSION=${AGE_VERSION:-v1.3.2}
+COSIGN_VERSION=${COSIGN_VERSION:-v2.6.5}
 # github.com/openshift/api has no tagged releases the proxy serves; this is the
 # version github.com/openshift/client-go pins.
 OPENSHIFT_API_VERSION=${OPENSHIFT_API_VERSION:-v0.0.0-20251015095338-264e80a2b6e7}
@@ -123,6 +124,13 @@ openshift_crds() {
   echo "$OPENSHIFT_API_VERSION" >"$dest/.done"
 }
 
+# cosign: checks the bundle signature as cosign's key-pair signature (e2e
+# TestBundle_CosignVerifiesTheSignature). A large module graph: the cold build
+# is the slowest after kube-apiserver.
+install_cosign() {
+    go_install cosign "$COSIGN_VERSION" "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
+}
+
 install_go() {
     build_etcd
     build_kube_apiserver
@@ -134,6 +142,7 @@ install_go() {
     go_install age "$AGE_VERSION" "filippo.io/age/cmd/age@$AGE_VERSION"
     ln -sf "$BIN/validate" "$BIN/ignition-validate"
     openshift_crds
+    install_cosign
 }
 
 case $what in
