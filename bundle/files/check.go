@@ -127,7 +127,8 @@ func (v *validator) limits(hdr *tar.Header, name string) error {
 	if hdr.Typeflag == tar.TypeGNUSparse {
 		return unsafe(ReasonSparse)
 	}
-	list := 0
+	list, total := 0, int64(0)
+	var sizes [][2]int
 	for k, val := range hdr.PAXRecords {
 		if strings.HasPrefix(k, "GNU.sparse.") {
 			return unsafe(ReasonSparse)
@@ -140,9 +141,11 @@ func (v *validator) limits(hdr *tar.Header, name string) error {
 		if len(x) > XattrNameMax || len(val) > XattrValueMax || list > XattrListMax {
 			return unsafe(ReasonXattrSize + fmt.Sprintf(" (%s: %d bytes)", shorten(x), len(val)))
 		}
-		if n := int64(len(x) + len(val)); n > v.sum.MaxXattrBytes {
-			v.sum.MaxXattrBytes = n
-		}
+		total += int64(len(x) + len(val))
+		sizes = append(sizes, [2]int{len(x), len(val)})
+	}
+	if total > v.sum.MaxXattrBytes {
+		v.sum.MaxXattrBytes, v.sum.LargestXattrs = total, sizes
 	}
 	if hdr.Mode&0o7000 != 0 && !v.rules.PreserveSpecialBits {
 		return unsafe(ReasonSpecialBits + fmt.Sprintf(" (mode %04o)", hdr.Mode&0o7777))
@@ -377,10 +380,23 @@ func drainRest(r io.Reader) error {
 	}
 }
 
+// StoredDrainer is a layer reader that can check the rest of its stored
+// blob without decoding it: after a refusal, finding out whether the blob was
+// altered must not decompress the rest of a bomb.
+type StoredDrainer interface {
+	DrainStored() error
+}
+
 // rootCause drains r after a decoding error: when the stream below fails too
 // (a verifying reader finding an altered blob), that failure is the cause.
 func rootCause(r io.Reader, err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if d, ok := r.(StoredDrainer); ok {
+		if derr := d.DrainStored(); derr != nil {
+			return derr
+		}
 		return err
 	}
 	if _, derr := io.Copy(io.Discard, r); derr != nil {
