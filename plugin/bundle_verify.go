@@ -14,9 +14,10 @@ import (
 
 // BundleVerifyOptions holds the inputs of `bundle verify`.
 type BundleVerifyOptions struct {
-	Ref        string
-	Identities []string
-	Registry   option.Registry
+	Ref                 string
+	Identities          []string
+	PreserveSpecialBits bool
+	Registry            option.Registry
 	Output     option.Output
 	Terminal   option.Terminal
 }
@@ -31,9 +32,7 @@ func NewCmdBundleVerify(env *Env) *cobra.Command {
 size and digest. With --identity, also decrypt every layer and decode it strictly (tar
 entries are checked by the same rules as a restore). Nothing is written.
 
-Exit codes: 0 verified; 3 a blob was altered or truncated; 4 decryption failed (no or
-wrong identity); 5 unsupported format major version; 6 not a bundle or content that does
-not decode; 7 a tar entry that would escape the extraction root; 1 anything else.`,
+Exit codes: 0 verified; ` + bundleExitCodes + `; 1 anything else.`,
 		Example: env.Example(`
   # Check digests and sizes only (no key needed)
   %[1]s assisted bundle verify registry.example.com/assisted/node0:v1
@@ -53,6 +52,7 @@ not decode; 7 a tar entry that would escape the extraction root; 1 anything else
 		},
 	}
 	cmd.Flags().StringArrayVar(&o.Identities, "identity", nil, "age identity file that decrypts the bundle; repeatable")
+	cmd.Flags().BoolVar(&o.PreserveSpecialBits, "preserve-special-bits", false, "Accept setuid, setgid and sticky bits in the files layer (refused by default)")
 	o.Registry.AddFlags(cmd.Flags())
 	o.Output.AddFlags(cmd.Flags())
 	o.Terminal.AddFlags(cmd.Flags())
@@ -103,7 +103,7 @@ func (o *BundleVerifyOptions) verify(cmd *cobra.Command, opts bundle.OpenOptions
 		return nil, err
 	}
 	defer b.Close()
-	return b.Verify(cmd.Context(), bundle.VerifyOptions{Database: checkDatabaseLayer})
+	return b.Verify(cmd.Context(), bundle.VerifyOptions{Database: checkDatabaseLayer, PreserveSpecialBits: o.PreserveSpecialBits})
 }
 
 func printVerification(w io.Writer, r *BundleVerification) error {
