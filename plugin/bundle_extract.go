@@ -27,9 +27,9 @@ type BundleExtractOptions struct {
 	Dir                 string
 	Identities          []string
 	PreserveSpecialBits bool
-	Registry   option.Registry
-	Output     option.Output
-	Terminal   option.Terminal
+	Registry            option.Registry
+	Output              option.Output
+	Terminal            option.Terminal
 }
 
 // NewCmdBundleExtract builds `bundle extract`.

@@ -18,8 +18,8 @@ type BundleVerifyOptions struct {
 	Identities          []string
 	PreserveSpecialBits bool
 	Registry            option.Registry
-	Output     option.Output
-	Terminal   option.Terminal
+	Output              option.Output
+	Terminal            option.Terminal
 }
 
 // NewCmdBundleVerify builds `bundle verify`.
