@@ -55,7 +55,6 @@ func (r *runner) checkDataDir() error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		r.check("data directory " + r.o.DataDir + " does not exist yet; it will be created")
-		return nil
 	case err != nil:
 		return fmt.Errorf("data directory: %w", err)
 	case len(names) == 0:

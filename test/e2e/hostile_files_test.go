@@ -15,6 +15,7 @@ import (
 
 	"filippo.io/age"
 	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sys/unix"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
@@ -430,6 +431,97 @@ func TestHostileFiles_Restore(t *testing.T) {
 				}
 				if s := strings.Join(secretNames(t, k, ns), ","); s != secretsBefore {
 					t.Fatalf("restore %s changed the Secrets: %s, before %s", dry, s, secretsBefore)
+				}
+			}
+		})
+	}
+}
+
+// TestHostileFiles_ReplaceKeepsTheOldState: bundles that pass `bundle
+// verify` (their names and attributes fit Linux's limits) but that the
+// target cannot hold: a path that is too long once under this data directory,
+// and an extended attribute larger than the data directory's filesystem
+// takes. `restore --replace` refuses them before any write: the old rows,
+// the old files and the namespace are as they were.
+func TestHostileFiles_ReplaceKeepsTheOldState(t *testing.T) {
+	k := harness.SharedKube(t)
+	p := harness.NewPlugin(t)
+	identity, recipient := ageKey(t)
+	src, good := hostileSource(t, recipient)
+	unsigned := allowUnsigned(t, p)
+	cid := "3f0b8e7c-1f2a-4b3c-9d4e-5f6a7b8c9d0e/"
+
+	// A path of 4050 bytes: within PATH_MAX alone, over it under any data
+	// directory plus the staging directory.
+	name := cid
+	for len(name)+201 < 4050 {
+		name += strings.Repeat("d", 200) + "/"
+	}
+	name += strings.Repeat("f", 4050-len(name))
+	cases := []struct {
+		name, message string
+		entries       []byte
+	}{
+		{"path too long under the data directory", "is over PATH_MAX", hostileTar(t, tar.Header{Name: cid, Typeflag: tar.TypeDir, Mode: 0o755}, tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: 4})},
+	}
+	// The smallest value this filesystem refuses (ext4 takes about one
+	// block; XFS and tmpfs take 64 KiB, the kernel's limit, which the format
+	// accepts too).
+	probe := filepath.Join(t.TempDir(), "probe")
+	if err := os.WriteFile(probe, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{8000, 65000} {
+		if err := unix.Setxattr(probe, "user.assisted-installer-manifest-source", make([]byte, n), 0); err != nil {
+			h := tar.Header{Name: cid + "manifest.yaml", Typeflag: tar.TypeReg, Mode: 0o644, Size: 4,
+				PAXRecords: map[string]string{"SCHILY.xattr.user.assisted-installer-manifest-source": strings.Repeat("u", n)}}
+			cases = append(cases, struct {
+				name, message string
+				entries       []byte
+			}{
+				fmt.Sprintf("%d-byte xattr this filesystem refuses", n), "its filesystem refuses the layer's largest set of extended attributes",
+				hostileTar(t, tar.Header{Name: cid, Typeflag: tar.TypeDir, Mode: 0o755}, h)})
+			break
+		}
+	}
+	if len(cases) == 1 {
+		t.Logf("the temp filesystem takes a 65000-byte user xattr: only the path case runs")
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ref := "oci:" + craft(t, src, good, recipient, hostileCase{entries: c.entries}) + ":latest"
+			p.MustRun(t, append([]string{"bundle", "verify", ref, "--identity", identity}, unsigned...)...)
+
+			ns := k.Namespace(t)
+			kubeconfig := k.KubeconfigFor(t, harness.AdminUser, ns)
+			db := emptyDatabase(t)
+			db.Exec(t, `CREATE TABLE old_rows (id int PRIMARY KEY, v text); INSERT INTO old_rows VALUES (1, 'the old state');`)
+			dataDir := filepath.Join(t.TempDir(), "data")
+			if err := os.MkdirAll(filepath.Join(dataDir, "old"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dataDir, "old", "keep"), []byte("old file"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rowsBefore, filesBefore := tableSums(t, db.URL), fileTree(t, dataDir)
+			secretsBefore := strings.Join(secretNames(t, k, ns), ",")
+			for _, dry := range []string{"--dry-run=client", "--dry-run=none"} {
+				r := p.Run(t, append([]string{"restore", ref, "--identity", identity, "--db", withPassword(t, db.URL, plantedDBPassword),
+					"--data-dir", dataDir, "--kubeconfig", kubeconfig, "-n", ns, "--replace", dry}, unsigned...)...)
+				if r.ExitCode != 7 || !strings.Contains(r.Stderr, c.message) || !strings.Contains(r.Stderr, "nothing was changed") {
+					t.Fatalf("restore --replace %s: exit %d, want 7 with %q\n%s", dry, r.ExitCode, c.message, r.Combined())
+				}
+				if after := tableSums(t, db.URL); !equalMaps(after, rowsBefore) {
+					t.Fatalf("restore --replace %s changed the database: %v, before %v", dry, after, rowsBefore)
+				}
+				if after := fileTree(t, dataDir); !equalMaps(after, filesBefore) {
+					t.Fatalf("restore --replace %s changed the data directory: %v, before %v", dry, after, filesBefore)
+				}
+				if cms := journalConfigMaps(t, k, ns); len(cms) != 0 {
+					t.Fatalf("restore --replace %s left ConfigMaps %v", dry, cms)
+				}
+				if s := strings.Join(secretNames(t, k, ns), ","); s != secretsBefore {
+					t.Fatalf("restore --replace %s changed the Secrets: %s, before %s", dry, s, secretsBefore)
 				}
 			}
 		})
