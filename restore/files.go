@@ -116,7 +116,7 @@ func (r *runner) stageFiles(ctx context.Context) error {
 		}
 		return fmt.Errorf("stage the files layer: %w; nothing was changed", err)
 	}
-	r.staged = sum
+	r.staged, r.createdDataDir = sum, created
 	return nil
 }
 
@@ -125,6 +125,9 @@ func (r *runner) stageFiles(ctx context.Context) error {
 func (r *runner) dropStaged() {
 	if r.staged != nil {
 		_ = os.RemoveAll(filepath.Join(r.o.DataDir, StagingDirName))
+		if r.createdDataDir {
+			_ = os.Remove(r.o.DataDir) // only if still empty
+		}
 		r.staged = nil
 	}
 }

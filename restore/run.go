@@ -54,7 +54,8 @@ type runner struct {
 	creds       *auth.PostgresCredentials
 	// staged is the files layer extracted into the staging directory before
 	// the database phase (nil until then, and once moved into place).
-	staged *files.Summary
+	staged         *files.Summary
+	createdDataDir bool // stageFiles created the data directory
 	// analyzed is closed when the ANALYZE started after the database commit
 	// ends; it runs beside the files, auth and resources phases.
 	analyzed chan struct{}
