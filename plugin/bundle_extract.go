@@ -144,13 +144,13 @@ func (o *BundleExtractOptions) extract(cmd *cobra.Command, opts bundle.OpenOptio
 	defer b.Close()
 	// Every check verify makes, before the first write: the whole bundle is
 	// read once to check it, then again to write it.
-	if _, err := b.Verify(ctx, bundle.VerifyOptions{Database: checkDatabaseLayer, PreserveSpecialBits: o.PreserveSpecialBits}); err != nil {
-		return nil, err
-	}
 	for _, l := range b.Layers {
 		if l.Encrypted && len(opts.Identities) == 0 {
 			return nil, &bundle.DecryptError{Layer: l.Kind, Err: bundle.ErrNoIdentity}
 		}
+	}
+	if _, err := b.Verify(ctx, bundle.VerifyOptions{Database: checkDatabaseLayer, PreserveSpecialBits: o.PreserveSpecialBits}); err != nil {
+		return nil, err
 	}
 	target := files.Target{Dir: filepath.Join(stage, "files"), Checked: b.FilesChecked}
 	if m := b.Metadata.Files; m != nil {
