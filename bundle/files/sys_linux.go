@@ -93,7 +93,7 @@ func statFS(dir string) (fsStat, error) {
 		return fsStat{}, err
 	}
 	bs := uint64(st.Bsize)
-	return fsStat{blockSize: bs, availBytes: st.Bavail * bs, totalInodes: st.Files, freeInodes: st.Ffree}, nil
+	return fsStat{blockSize: bs, availBytes: st.Bavail * bs, totalBlocks: st.Blocks, totalInodes: st.Files, freeInodes: st.Ffree}, nil
 }
 
 // probeXattrs sets attributes of the given (name, value) lengths on an

@@ -87,7 +87,8 @@ func CheckTarget(t Target) error {
 	d := t.Declared
 	inodes := uint64(d.Files + d.Dirs + d.Symlinks)
 	need := uint64(d.Bytes) + uint64(t.ExtraBytes) + inodes*st.blockSize
-	if st.availBytes < need {
+	// A filesystem without a size (ramfs reports 0 blocks) has no limit to check.
+	if st.totalBlocks > 0 && st.availBytes < need {
 		return &TargetError{Dir: abs, NoSpace: true, Reason: fmt.Sprintf("%d bytes are free on its filesystem, the layer needs about %d (%d bytes in %d files and %d directories)", st.availBytes, need, d.Bytes+t.ExtraBytes, d.Files, d.Dirs)}
 	}
 	if st.totalInodes > 0 && st.freeInodes < inodes {
@@ -106,5 +107,6 @@ func CheckTarget(t Target) error {
 
 type fsStat struct {
 	blockSize, availBytes   uint64
+	totalBlocks             uint64
 	totalInodes, freeInodes uint64
 }
