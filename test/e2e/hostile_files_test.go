@@ -527,3 +527,27 @@ func TestHostileFiles_ReplaceKeepsTheOldState(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileFiles_PreserveSpecialBits: the special bits refused by default
+// are accepted and restored as stored when asked for explicitly.
+func TestHostileFiles_PreserveSpecialBits(t *testing.T) {
+	p := harness.NewPlugin(t)
+	identity, recipient := ageKey(t)
+	src, good := hostileSource(t, recipient)
+	unsigned := allowUnsigned(t, p)
+	entries := hostileTar(t, tar.Header{Name: "d/", Typeflag: tar.TypeDir, Mode: 0o2755},
+		tar.Header{Name: "d/suid", Typeflag: tar.TypeReg, Mode: 0o4755, Size: 4})
+	ref := "oci:" + craft(t, src, good, recipient, hostileCase{entries: entries}) + ":latest"
+	base := append([]string{"--identity", identity, "--preserve-special-bits"}, unsigned...)
+	p.MustRun(t, append([]string{"bundle", "verify", ref}, base...)...)
+	out := filepath.Join(t.TempDir(), "out")
+	p.MustRun(t, append([]string{"bundle", "extract", ref, "--dir", out}, base...)...)
+	fi, err := os.Stat(filepath.Join(out, "files", "d", "suid"))
+	if err != nil || fi.Mode()&os.ModeSetuid == 0 {
+		t.Fatalf("d/suid: mode %v, err %v; want setuid", fi.Mode(), err)
+	}
+	di, err := os.Stat(filepath.Join(out, "files", "d"))
+	if err != nil || di.Mode()&os.ModeSetgid == 0 {
+		t.Fatalf("d: mode %v, err %v; want setgid", di.Mode(), err)
+	}
+}
