@@ -51,8 +51,8 @@ Everything is written to a staging directory next to DIR and renamed to DIR only
 every layer was written; on any failure nothing is left behind. DIR holds secrets: keep
 it private.
 
-Exit codes: 0 extracted; ` + bundleExitCodes + `; 1 anything else (also too little
-space on the target).`,
+Exit codes: 0 extracted;` + bundleExitCodes + `;
+1 anything else (also too little space on the target).`,
 		Example: env.Example(`
   %[1]s assisted bundle extract registry.example.com/assisted/node0:v1 --identity key.txt --dir ./node0`),
 		Args: cobra.ExactArgs(1),

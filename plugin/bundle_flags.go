@@ -30,15 +30,16 @@ const (
 )
 
 // bundleExitCodes is the exit-code paragraph of the bundle-reading commands.
-const bundleExitCodes = `3 a blob was altered or truncated, or its ciphertext fails authentication
-(tampered); 4 decryption failed (no or wrong --identity); 5 unsupported format major
-version, or the manifest and the metadata name different versions; 6 not a bundle, or
-content that does not decode or holds less than its metadata declares; 7 unsafe content
-(an entry outside the root, a device or FIFO, a sparse file, a name over 255 bytes or a
-path over 4095, an extended attribute outside user.* or over the Linux limits, a setuid,
-setgid or sticky bit without --preserve-special-bits, more entries or bytes than the
-metadata declares, a name or attribute the target filesystem cannot hold); 8 a blob the
-manifest references is missing`
+const bundleExitCodes = `
+3 a blob was altered or truncated, or its ciphertext fails authentication (tampered);
+4 decryption failed (no or wrong --identity); 5 unsupported format major version, or
+the manifest and the metadata name different versions; 6 not a bundle, or content that
+does not decode or holds less than its metadata declares; 7 unsafe content (an entry
+outside the root, a device or FIFO, a sparse file, a name over 255 bytes or a path over
+4095, an extended attribute outside user.* or over the Linux limits, a setuid, setgid
+or sticky bit without --preserve-special-bits, more entries or bytes than the metadata
+declares, a name or attribute the target filesystem cannot hold); 8 a blob the manifest
+references is missing`
 
 // registryOptions turns the registry flags into the bundle package's options.
 func registryOptions(r option.Registry) oci.RegistryOptions {

@@ -32,7 +32,8 @@ func NewCmdBundleVerify(env *Env) *cobra.Command {
 size and digest. With --identity, also decrypt every layer and decode it strictly (tar
 entries are checked by the same rules as a restore). Nothing is written.
 
-Exit codes: 0 verified; ` + bundleExitCodes + `; 1 anything else.`,
+Exit codes: 0 verified;` + bundleExitCodes + `;
+1 anything else.`,
 		Example: env.Example(`
   # Check digests and sizes only (no key needed)
   %[1]s assisted bundle verify registry.example.com/assisted/node0:v1

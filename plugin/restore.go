@@ -44,13 +44,13 @@ With --replace, the files layer is staged inside the data directory before the d
 transaction starts: the old rows and files are replaced only once the new files are
 written. Setuid, setgid and sticky bits are refused unless --preserve-special-bits.
 
-Exit codes: 0 restored; 2 usage (also a bundle that lacks a layer the restore needs);
-` + bundleExitCodes + `; 20 the target database or data
-directory is not empty; 21 objects on cluster 0 conflict with the bundle (--existing),
-or a journal of this bundle was written with other options; 22 the CRs do not match
-the database rows (kube keys); 23 re-created resources disagree with the database
-(drift); 24 applying an object failed (see the report file); 25 cluster 0 is
-unreachable or lacks the CRDs; 1 anything else.`
+Exit codes: 0 restored; 2 usage (also a bundle that lacks a layer the restore needs);` + bundleExitCodes + `;
+20 the target database or data directory is not empty; 21 objects on cluster 0
+conflict with the bundle (--existing), or a journal of this bundle was written with
+other options; 22 the CRs do not match the database rows (kube keys); 23 re-created
+resources disagree with the database (drift); 24 applying an object failed (see the
+report file); 25 cluster 0 is unreachable or lacks the CRDs; 1 anything else (also
+too little space in the data directory).`
 
 // Exit codes of restore, beside the bundle's (3-8).
 const (
