@@ -210,6 +210,21 @@ func TestOpen_Failures(t *testing.T) {
 		}
 	})
 	for _, l := range res.Layers {
+		t.Run("missing "+string(l.Kind), func(t *testing.T) {
+			p := blob(l.Digest)
+			orig, _ := os.ReadFile(p)
+			defer os.WriteFile(p, orig, 0o644)
+			os.Remove(p)
+			b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = b.Verify(ctx, VerifyOptions{})
+			var me *MissingBlobError
+			if !errors.As(err, &me) || me.Digest != l.Digest {
+				t.Fatalf("err = %v", err)
+			}
+		})
 		t.Run("flipped byte in "+string(l.Kind), func(t *testing.T) {
 			p := blob(l.Digest)
 			orig, _ := os.ReadFile(p)

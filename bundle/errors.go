@@ -21,10 +21,38 @@ type IntegrityError struct {
 const (
 	ReasonDigest = "digest mismatch"
 	ReasonSize   = "size mismatch"
+	// ReasonTampered is ciphertext whose digest matches its descriptor (the
+	// descriptor was rewritten too) but that fails age's authentication: the
+	// key was right, the bytes were altered.
+	ReasonTampered = "the ciphertext fails authentication"
 )
 
 func (e *IntegrityError) Error() string {
+	if e.Got == "" && e.Want == "" {
+		return fmt.Sprintf("%s blob %s: %s (the content was altered after it was encrypted)", e.Blob, e.Digest, e.Reason)
+	}
 	return fmt.Sprintf("%s blob %s: %s: got %s, want %s (the stored content was altered or truncated)", e.Blob, e.Digest, e.Reason, e.Got, e.Want)
+}
+
+// MissingBlobError is a blob the manifest references that the registry or
+// layout does not hold.
+type MissingBlobError struct {
+	Blob   string
+	Digest string
+	Err    error
+}
+
+func (e *MissingBlobError) Error() string {
+	return fmt.Sprintf("%s blob %s is missing from the registry or layout: %v", e.Blob, e.Digest, e.Err)
+}
+func (e *MissingBlobError) Unwrap() error { return e.Err }
+
+// VersionMismatchError is a bundle whose manifest annotation and metadata
+// name different format versions: one of them was edited.
+type VersionMismatchError struct{ Manifest, Metadata string }
+
+func (e *VersionMismatchError) Error() string {
+	return fmt.Sprintf("inconsistent format versions: the manifest annotation says %s, the metadata says %s", e.Manifest, e.Metadata)
 }
 
 // UnsupportedVersionError is a bundle of a format major version this program

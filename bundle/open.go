@@ -12,6 +12,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/sign"
 )
@@ -49,6 +50,11 @@ type Bundle struct {
 	Layers     []Layer
 	// Signature is what the signature check found.
 	Signature *SignatureStatus
+
+	// FilesChecked is what Verify found in the files layer (nil before):
+	// its longest path and largest extended attribute, for the checks of
+	// the target before a write.
+	FilesChecked *files.Summary
 
 	src        oci.Source
 	identities []age.Identity
@@ -124,6 +130,14 @@ func OpenSource(ctx context.Context, src oci.Source, opts OpenOptions) (*Bundle,
 	} else if ours, _ := parseVersion(FormatVersion); v.major != ours.major {
 		return nil, &UnsupportedVersionError{Version: b.Metadata.FormatVersion}
 	}
+	if a := b.Manifest.Annotations[AnnotationFormatVersion]; a != b.Metadata.FormatVersion {
+		return nil, &VersionMismatchError{Manifest: a, Metadata: b.Metadata.FormatVersion}
+	}
+	// What the metadata declares caps what the layers may expand to: a layer
+	// without its summary cannot be bounded.
+	if _, ok := b.Layer(LayerFiles); ok && b.Metadata.Files == nil {
+		return nil, &FormatError{What: "metadata (config blob)", Err: errors.New("the bundle has a files layer but the metadata does not declare its counts and size")}
+	}
 	for _, l := range b.Layers {
 		if l.Encrypted != (b.Metadata.Encryption.Scheme == EncryptionAge) {
 			return nil, &FormatError{What: "manifest", Err: fmt.Errorf("the %s layer's encryption does not match the metadata's scheme %q", l.Kind, b.Metadata.Encryption.Scheme)}
@@ -198,6 +212,9 @@ func fetchSmall(ctx context.Context, src oci.Source, desc ocispec.Descriptor, wh
 	}
 	rc, err := src.Fetch(ctx, desc)
 	if err != nil {
+		if what != "manifest" && oci.IsNotFound(err) {
+			return nil, &MissingBlobError{Blob: what, Digest: desc.Digest.String(), Err: err}
+		}
 		return nil, fmt.Errorf("fetch %s %s: %w", what, desc.Digest, err)
 	}
 	defer rc.Close()
@@ -262,9 +279,9 @@ func (b *Bundle) openLayer(ctx context.Context, l Layer) (io.ReadCloser, error) 
 			if ie != nil {
 				return nil, ie
 			}
-			return nil, &DecryptError{Layer: l.Kind, Err: explainAge(err)}
+			return nil, ageError(l, err)
 		}
-		plain = &decryptErrReader{r: ar, kind: l.Kind}
+		plain = &decryptErrReader{r: ar, l: l}
 	}
 	// Fetching, hashing and decrypting run in the prefetcher's goroutine,
 	// ahead of zstd and the consumer in the caller's: two stages, two cores.
@@ -292,6 +309,9 @@ func (b *Bundle) openLayer(ctx context.Context, l Layer) (io.ReadCloser, error) 
 func (b *Bundle) fetch(ctx context.Context, l Layer) (io.ReadCloser, error) {
 	rc, err := b.src.Fetch(ctx, l.Descriptor)
 	if err != nil {
+		if oci.IsNotFound(err) {
+			return nil, &MissingBlobError{Blob: string(l.Kind) + " layer", Digest: l.Descriptor.Digest.String(), Err: err}
+		}
 		return nil, fmt.Errorf("fetch %s layer %s: %w", l.Kind, l.Descriptor.Digest, err)
 	}
 	id := "pull " + string(l.Kind)
@@ -299,12 +319,20 @@ func (b *Bundle) fetch(ctx context.Context, l Layer) (io.ReadCloser, error) {
 	return &progressReadCloser{countingReader: countingReader{r: rc, p: b.progress, id: id}, c: rc}, nil
 }
 
-func explainAge(err error) error {
+// ageError classifies a failure of the age header: no identity matches (a
+// wrong key, exit 4), or a header that does not parse or authenticate, which
+// only altered bytes make (the identity unwrapped the file key, or the
+// stanzas are broken).
+func ageError(l Layer, err error) error {
 	var nim *age.NoIdentityMatchError
 	if errors.As(err, &nim) {
-		return ErrWrongIdentity
+		return &DecryptError{Layer: l.Kind, Err: ErrWrongIdentity}
 	}
-	return err
+	return tampered(l, err)
+}
+
+func tampered(l Layer, err error) error {
+	return &IntegrityError{Blob: string(l.Kind), Digest: l.Descriptor.Digest.String(), Reason: ReasonTampered + ": " + err.Error()}
 }
 
 type progressReadCloser struct {
@@ -321,10 +349,12 @@ func (p *progressReadCloser) Close() error {
 	return p.c.Close()
 }
 
-// decryptErrReader marks errors from age as decryption failures.
+// decryptErrReader marks errors of the age payload as tampering: the file
+// key was unwrapped, so a chunk that fails authentication, a truncated or
+// extended stream, was altered after encryption.
 type decryptErrReader struct {
-	r    io.Reader
-	kind LayerKind
+	r io.Reader
+	l Layer
 }
 
 func (d *decryptErrReader) Read(p []byte) (int, error) {
@@ -332,8 +362,8 @@ func (d *decryptErrReader) Read(p []byte) (int, error) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		var ie *IntegrityError
 		var se *SourceError
-		if !errors.As(err, &ie) && !errors.As(err, &se) {
-			err = &DecryptError{Layer: d.kind, Err: fmt.Errorf("the ciphertext does not authenticate: %w", err)}
+		if !errors.As(err, &ie) && !errors.As(err, &se) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			err = tampered(d.l, err)
 		}
 	}
 	return n, err
@@ -391,6 +421,21 @@ func (l *layerReader) classify(err error) error {
 		return err
 	}
 	return &FormatError{What: string(l.kind) + " layer", Err: fmt.Errorf("zstd: %w", err)}
+}
+
+// DrainStored reads the rest of the stored blob without decompressing it and
+// returns its integrity error, if any (see files.StoredDrainer).
+func (l *layerReader) DrainStored() error {
+	if err := l.pf.drainErr(); err != nil {
+		var ie *IntegrityError
+		var de *DecryptError
+		var se *SourceError
+		if errors.As(err, &ie) || errors.As(err, &de) || errors.As(err, &se) {
+			return err
+		}
+		return &FormatError{What: string(l.kind) + " layer", Err: err}
+	}
+	return nil
 }
 
 func (l *layerReader) Close() error {

@@ -1,5 +1,7 @@
 package bundle
 
+import "io"
+
 // Progress receives the progress of long steps (dump, compress, push, pull).
 // It uses only plain types so any renderer implements it without importing
 // this package. A nil Progress is silent.
@@ -40,4 +42,13 @@ func (c *countingReader) Read(b []byte) (int, error) {
 		c.p.Add(c.id, int64(n))
 	}
 	return n, err
+}
+
+// DrainStored forwards to a layer reader below (see files.StoredDrainer).
+func (c *countingReader) DrainStored() error {
+	if d, ok := c.r.(interface{ DrainStored() error }); ok {
+		return d.DrainStored()
+	}
+	_, err := io.Copy(io.Discard, c.r)
+	return err
 }

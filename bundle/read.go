@@ -14,14 +14,20 @@ import (
 // ExtractFiles restores the files layer into dir, a staging directory that
 // must not exist or be empty (see files.Extract). It returns an error, and dir
 // holds nothing, unless every entry was safe and the layer verified to its
-// last byte; the caller then moves the staged tree into place.
+// last byte; the caller then moves the staged tree into place. The layer is
+// capped at what the metadata declares, whatever opts.Declared says.
 func (b *Bundle) ExtractFiles(ctx context.Context, dir string, opts files.ExtractOptions) (*files.Summary, error) {
 	rc, err := b.OpenLayer(ctx, LayerFiles)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	return files.Extract(ctx, rc, dir, opts)
+	opts.Rules = b.FilesRules(opts.PreserveSpecialBits)
+	sum, err := files.Extract(ctx, rc, dir, opts)
+	if err != nil {
+		return nil, filesLayerErr(err)
+	}
+	return sum, nil
 }
 
 // Resources decodes the resources layer: the exported objects in restore
@@ -37,6 +43,9 @@ func (b *Bundle) Resources(ctx context.Context) ([]*unstructured.Unstructured, e
 	objs, err := resources.Decode(rc)
 	if err != nil {
 		return nil, unwrapLayerErr(err)
+	}
+	if err := b.checkObjectCount(len(objs)); err != nil {
+		return nil, err
 	}
 	return objs, nil
 }

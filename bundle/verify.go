@@ -17,6 +17,9 @@ type VerifyOptions struct {
 	// Database decodes the database layer strictly; nil checks only its
 	// digest, decryption and compression.
 	Database DatabaseChecker
+	// PreserveSpecialBits accepts setuid, setgid and sticky bits in the files
+	// layer, as the extraction that follows will (files.Rules).
+	PreserveSpecialBits bool
 }
 
 // VerifyReport is what Verify checked; its json form is part of `bundle verify -o json`.
@@ -96,22 +99,20 @@ func (b *Bundle) verifyDecoded(ctx context.Context, l Layer, lr *LayerReport, op
 	cr := &countingReader{r: rc, p: nopProgress{}}
 	switch l.Kind {
 	case LayerFiles:
-		sum, err := files.Check(ctx, cr)
+		sum, err := files.CheckRules(ctx, cr, b.FilesRules(opts.PreserveSpecialBits))
 		if err != nil {
-			return unwrapLayerErr(err)
+			return filesLayerErr(err)
 		}
 		lr.Entries = sum.Files + sum.Dirs + sum.Symlinks + sum.HardLinks
-		if m := b.Metadata.Files; m != nil && (m.Files != sum.Files || m.Bytes != sum.Bytes) {
-			return &FormatError{What: "files layer", Err: fmt.Errorf("holds %d files of %d bytes, the metadata says %d files of %d bytes", sum.Files, sum.Bytes, m.Files, m.Bytes)}
-		}
+		b.FilesChecked = sum
 	case LayerResources:
 		objs, err := resources.Decode(cr)
 		if err != nil {
 			return unwrapLayerErr(err)
 		}
 		lr.Entries = int64(len(objs))
-		if m := b.Metadata.Resources; m != nil && m.Objects != len(objs) {
-			return &FormatError{What: "resources layer", Err: fmt.Errorf("holds %d objects, the metadata says %d", len(objs), m.Objects)}
+		if err := b.checkObjectCount(len(objs)); err != nil {
+			return err
 		}
 	case LayerDatabase:
 		if opts.Database != nil {
@@ -124,6 +125,33 @@ func (b *Bundle) verifyDecoded(ctx context.Context, l Layer, lr *LayerReport, op
 		}
 	}
 	lr.Decoded, lr.PlainBytes = true, cr.n
+	return nil
+}
+
+// FilesRules are the extraction rules of this bundle's files layer: capped at
+// what the metadata declares.
+func (b *Bundle) FilesRules(preserveSpecialBits bool) files.Rules {
+	r := files.Rules{PreserveSpecialBits: preserveSpecialBits, Declared: &files.Declared{}}
+	if m := b.Metadata.Files; m != nil {
+		r.Declared = &files.Declared{Files: m.Files, Dirs: m.Dirs, Symlinks: m.Symlinks, HardLinks: m.HardLinks, Bytes: m.Bytes}
+	}
+	return r
+}
+
+// filesLayerErr reports a layer that holds less than declared as a format
+// error (more is refused entry by entry, as unsafe).
+func filesLayerErr(err error) error {
+	var cm *files.CountMismatchError
+	if errors.As(err, &cm) {
+		return &FormatError{What: "files layer", Err: cm}
+	}
+	return unwrapLayerErr(err)
+}
+
+func (b *Bundle) checkObjectCount(n int) error {
+	if m := b.Metadata.Resources; m != nil && m.Objects != n {
+		return &FormatError{What: "resources layer", Err: fmt.Errorf("holds %d objects, the metadata says %d", n, m.Objects)}
+	}
 	return nil
 }
 

@@ -23,13 +23,14 @@ import (
 
 // BundleExtractOptions holds the inputs of `bundle extract`.
 type BundleExtractOptions struct {
-	Ref        string
-	Dir        string
-	Identities []string
-	Sign       signerOptions
-	Registry   option.Registry
-	Output     option.Output
-	Terminal   option.Terminal
+	Ref                 string
+	Dir                 string
+	Identities          []string
+	Sign                signerOptions
+	PreserveSpecialBits bool
+	Registry            option.Registry
+	Output              option.Output
+	Terminal            option.Terminal
 }
 
 // NewCmdBundleExtract builds `bundle extract`.
@@ -40,9 +41,19 @@ func NewCmdBundleExtract(env *Env) *cobra.Command {
 		Short: "Pull a bundle and unpack it into a new directory (files/, resources.yaml, database.dump)",
 		Long: `Check the bundle's signature (--signer, as bundle verify), then pull, verify, decrypt and unpack every layer into DIR, which must not exist: files/ is the
 file storage with its modes, times and user.* xattrs, resources.yaml the objects of the
-resources layer, database.dump the database engine's stream. Everything is written to a
-staging directory next to DIR and renamed to DIR only when every layer verified; on any
-failure nothing is left behind. DIR holds secrets: keep it private.`,
+resources layer, database.dump the database engine's stream.
+
+Before the first write, extract makes every check 'bundle verify' makes (every layer
+read to its end, decrypted and decoded strictly, the files layer checked entry by entry
+and against the counts and sizes the metadata declares), then checks that the target
+filesystem has the space and inodes, takes the longest path and the largest extended
+attributes. Setuid, setgid and sticky bits are refused unless --preserve-special-bits.
+Everything is written to a staging directory next to DIR and renamed to DIR only when
+every layer was written; on any failure nothing is left behind. DIR holds secrets: keep
+it private.
+
+Exit codes: 0 extracted;` + bundleExitCodes + `;
+1 anything else (also too little space on the target).`,
 		Example: env.Example(`
   %[1]s assisted bundle extract registry.example.com/assisted/node0:v1 --signer node0.pub --identity key.txt --dir ./node0`),
 		Args: cobra.ExactArgs(1),
@@ -66,6 +77,7 @@ failure nothing is left behind. DIR holds secrets: keep it private.`,
 	cmd.Flags().StringVar(&o.Dir, "dir", "", "New directory to unpack into")
 	cmd.Flags().StringArrayVar(&o.Identities, "identity", nil, "age identity file that decrypts the bundle; repeatable")
 	o.Sign.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&o.PreserveSpecialBits, "preserve-special-bits", false, "Accept setuid, setgid and sticky bits in the files layer and restore them (refused by default)")
 	o.Registry.AddFlags(cmd.Flags())
 	o.Output.AddFlags(cmd.Flags())
 	o.Terminal.AddFlags(cmd.Flags())
@@ -136,6 +148,26 @@ func (o *BundleExtractOptions) extract(cmd *cobra.Command, opts bundle.OpenOptio
 		return nil, err
 	}
 	defer b.Close()
+	// Every check verify makes, before the first write: the whole bundle is
+	// read once to check it, then again to write it.
+	for _, l := range b.Layers {
+		if l.Encrypted && len(opts.Identities) == 0 {
+			return nil, &bundle.DecryptError{Layer: l.Kind, Err: bundle.ErrNoIdentity}
+		}
+	}
+	if _, err := b.Verify(ctx, bundle.VerifyOptions{Database: checkDatabaseLayer, PreserveSpecialBits: o.PreserveSpecialBits}); err != nil {
+		return nil, err
+	}
+	target := files.Target{Dir: filepath.Join(stage, "files"), Checked: b.FilesChecked}
+	if m := b.Metadata.Files; m != nil {
+		target.Declared = files.Declared{Files: m.Files, Dirs: m.Dirs, Symlinks: m.Symlinks, HardLinks: m.HardLinks, Bytes: m.Bytes}
+	}
+	if m := b.Metadata.Database; m != nil {
+		target.ExtraBytes = m.Bytes
+	}
+	if err := files.CheckTarget(target); err != nil {
+		return nil, err
+	}
 	out := &BundleExtraction{APIVersion: ResultAPIVersion, Kind: "BundleExtraction", Reference: b.Reference, Digest: b.Descriptor.Digest.String()}
 	if _, ok := b.Layer(bundle.LayerDatabase); ok {
 		rc, err := b.Database(ctx)
@@ -149,7 +181,7 @@ func (o *BundleExtractOptions) extract(cmd *cobra.Command, opts bundle.OpenOptio
 		}
 	}
 	if _, ok := b.Layer(bundle.LayerFiles); ok {
-		if out.Files, err = b.ExtractFiles(ctx, filepath.Join(stage, "files"), files.ExtractOptions{}); err != nil {
+		if out.Files, err = b.ExtractFiles(ctx, filepath.Join(stage, "files"), files.ExtractOptions{Rules: files.Rules{PreserveSpecialBits: o.PreserveSpecialBits}}); err != nil {
 			return nil, err
 		}
 	}

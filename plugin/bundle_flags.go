@@ -21,12 +21,26 @@ import (
 // Exit codes of the bundle commands, one per failure kind, so scripts can
 // tell an altered bundle from a wrong key.
 const (
-	ExitBundleIntegrity   = 3 // a blob's digest or size does not match
+	ExitBundleIntegrity   = 3 // a blob's digest or size does not match, or its ciphertext fails authentication
 	ExitBundleDecrypt     = 4 // no identity, or the wrong one
-	ExitBundleVersion     = 5 // a format major version this plugin does not read
+	ExitBundleVersion     = 5 // a format major version this plugin does not read, or inconsistent versions
 	ExitBundleFormat      = 6 // not a bundle, or content that does not decode
-	ExitBundleUnsafeEntry = 7 // a tar entry that would land outside the extraction root
+	ExitBundleUnsafeEntry = 7 // unsafe content: outside the root, oversize, special bits, beyond the declared sizes
+	ExitBundleMissingBlob = 8 // a blob the manifest references is not stored
 )
+
+// bundleExitCodes is the exit-code paragraph of the bundle-reading commands.
+const bundleExitCodes = `
+3 a blob was altered or truncated, or its ciphertext fails authentication (tampered);
+4 decryption failed (no or wrong --identity); 5 unsupported format major version, or
+the manifest and the metadata name different versions; 6 not a bundle, or content that
+does not decode or holds less than its metadata declares; 7 unsafe content (an entry
+outside the root, a device or FIFO, a sparse file, a name over 255 bytes or a path over
+4095, an extended attribute outside user.* or over the Linux limits, a setuid, setgid
+or sticky bit without --preserve-special-bits, more entries or bytes than the metadata
+declares, a name or attribute the target filesystem cannot hold); 8 a blob the manifest
+references is missing; 9 not signed by a --signer key (unsigned, another key, or
+altered), checked before anything else is read`
 
 // registryOptions turns the registry flags into the bundle package's options.
 func registryOptions(r option.Registry) oci.RegistryOptions {
@@ -114,18 +128,29 @@ func bundleError(err error) error {
 	var fe *bundle.FormatError
 	var te *files.TarError
 	var re *resources.FormatError
+	var me *bundle.MissingBlobError
+	var vm *bundle.VersionMismatchError
+	var tg *files.TargetError
 	if mapped, ok := signatureError(err); ok {
 		return mapped
 	}
 	switch {
+	case errors.As(err, &me):
+		return clierr.New(err, "Push or copy the bundle again with all its blobs, then verify.", ExitBundleMissingBlob)
 	case errors.As(err, &ie):
-		return clierr.New(err, "The stored bundle is damaged: copy or push it again from a good source, then verify.", ExitBundleIntegrity)
+		return clierr.New(err, "The stored bundle is damaged or was tampered with: copy or push it again from a good source, then verify.", ExitBundleIntegrity)
 	case errors.As(err, &de):
 		return clierr.New(err, "Pass --identity with the age identity file of a recipient given at creation ('bundle inspect' lists the recipients' fingerprints).", ExitBundleDecrypt)
 	case errors.As(err, &ve):
 		return clierr.New(err, "", ExitBundleVersion)
+	case errors.As(err, &vm):
+		return clierr.New(err, "The bundle was edited after it was created; nothing was written.", ExitBundleVersion)
 	case errors.As(err, &ue):
 		return clierr.New(err, "The bundle was not made by kubectl-assisted or was tampered with; nothing was written.", ExitBundleUnsafeEntry)
+	case errors.As(err, &tg) && tg.NoSpace:
+		return clierr.New(err, "Free space on the target (or give it a larger volume) and run the same command again; nothing was written.", clierr.ExitError)
+	case errors.As(err, &tg):
+		return clierr.New(err, "Restore onto a filesystem that can hold it (a shorter directory path, a filesystem with larger extended attributes); nothing was written.", ExitBundleUnsafeEntry)
 	case errors.As(err, &fe), errors.As(err, &te), errors.As(err, &re):
 		return clierr.New(err, "", ExitBundleFormat)
 	}

@@ -14,12 +14,13 @@ import (
 
 // BundleVerifyOptions holds the inputs of `bundle verify`.
 type BundleVerifyOptions struct {
-	Ref        string
-	Identities []string
-	Sign       signerOptions
-	Registry   option.Registry
-	Output     option.Output
-	Terminal   option.Terminal
+	Ref                 string
+	Identities          []string
+	Sign                signerOptions
+	PreserveSpecialBits bool
+	Registry            option.Registry
+	Output              option.Output
+	Terminal            option.Terminal
 }
 
 // NewCmdBundleVerify builds `bundle verify`.
@@ -35,10 +36,8 @@ checking each blob's size and digest. With --identity, also decrypt every layer 
 decode it strictly (tar entries are checked by the same rules as a restore). Nothing
 is written.
 
-Exit codes: 0 verified; 3 a blob was altered or truncated; 4 decryption failed (no or
-wrong identity); 5 unsupported format major version; 6 not a bundle or content that does
-not decode; 7 a tar entry that would escape the extraction root; 9 not signed by a
---signer key (unsigned, another key, or altered); 1 anything else.`,
+Exit codes: 0 verified;` + bundleExitCodes + `;
+1 anything else.`,
 		Example: env.Example(`
   # Check the signature, digests and sizes (no age key needed)
   %[1]s assisted bundle verify registry.example.com/assisted/node0:v1 --signer node0.pub
@@ -59,6 +58,7 @@ not decode; 7 a tar entry that would escape the extraction root; 9 not signed by
 	}
 	cmd.Flags().StringArrayVar(&o.Identities, "identity", nil, "age identity file that decrypts the bundle; repeatable")
 	o.Sign.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&o.PreserveSpecialBits, "preserve-special-bits", false, "Accept setuid, setgid and sticky bits in the files layer (refused by default)")
 	o.Registry.AddFlags(cmd.Flags())
 	o.Output.AddFlags(cmd.Flags())
 	o.Terminal.AddFlags(cmd.Flags())
@@ -113,7 +113,7 @@ func (o *BundleVerifyOptions) verify(cmd *cobra.Command, opts bundle.OpenOptions
 		return nil, err
 	}
 	defer b.Close()
-	return b.Verify(cmd.Context(), bundle.VerifyOptions{Database: checkDatabaseLayer})
+	return b.Verify(cmd.Context(), bundle.VerifyOptions{Database: checkDatabaseLayer, PreserveSpecialBits: o.PreserveSpecialBits})
 }
 
 func printVerification(w io.Writer, r *BundleVerification) error {

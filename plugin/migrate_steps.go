@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"time"
 
@@ -204,32 +203,9 @@ func (o *MigrateOptions) restoreDirect(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dsn, password := splitPassword(o.TargetDB)
-	args := []string{"restore", o.state.Pinned, "--db", dsn, "--data-dir", o.TargetDataDir,
-		"--kubeconfig", o.TargetKubeconfig, "-o", "json"}
-	if o.TargetContext != "" {
-		args = append(args, "--context", o.TargetContext)
-	}
-	if idFile != "" {
-		args = append(args, "--identity", idFile)
-	}
-	// The run's own signing key signed the bundle: the restore accepts
-	// only a bundle signed by it.
-	args = append(args, "--signer", o.state.signerPath())
-	if o.Registry.ConfigFile != "" {
-		args = append(args, "--registry-config", o.Registry.ConfigFile)
-	}
-	if o.Registry.CAFile != "" {
-		args = append(args, "--ca-file", o.Registry.CAFile)
-	}
-	if !o.Terminal.ShowProgress(o.log, &o.Output) {
-		args = append(args, "--no-progress")
-	}
-	args = append(args, o.restoreArgs()...)
-	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Env = os.Environ()
-	if password != "" {
-		cmd.Env = append(cmd.Env, "PGPASSWORD="+password)
+	cmd, err := o.childRestoreCommand(ctx, exe, idFile)
+	if err != nil {
+		return "", err
 	}
 	cmd.Stderr = o.log
 	setChildDiesWithParent(cmd)
@@ -257,29 +233,155 @@ func (o *MigrateOptions) restoreDirect(ctx context.Context) (string, error) {
 	return fmt.Sprintf("restored directly into the target database and %s (%d phase(s) ran)", o.TargetDataDir, ran), nil
 }
 
-var dsnPassword = regexp.MustCompile(`(^|\s+)password=('(?:[^'\\]|\\.)*'|\S+)`)
+// childRestoreCommand is the `restore` child of a direct migrate. The
+// target database's password, in whatever form the DSN holds it (URL
+// userinfo, URL ?password=, key=value with or without spaces and quotes),
+// goes through PGPASSWORD, never argv, where any local user reads it (ps,
+// /proc/PID/cmdline).
+func (o *MigrateOptions) childRestoreCommand(ctx context.Context, exe, idFile string) (*exec.Cmd, error) {
+	dsn, password, err := splitPassword(o.TargetDB)
+	if err != nil {
+		return nil, fmt.Errorf("--target-db: %w", err)
+	}
+	args := []string{"restore", o.state.Pinned, "--db", dsn, "--data-dir", o.TargetDataDir,
+		"--kubeconfig", o.TargetKubeconfig, "-o", "json"}
+	if o.TargetContext != "" {
+		args = append(args, "--context", o.TargetContext)
+	}
+	if idFile != "" {
+		args = append(args, "--identity", idFile)
+	}
+	// The run's own signing key signed the bundle: the restore accepts
+	// only a bundle signed by it.
+	args = append(args, "--signer", o.state.signerPath())
+	if o.Registry.ConfigFile != "" {
+		args = append(args, "--registry-config", o.Registry.ConfigFile)
+	}
+	if o.Registry.CAFile != "" {
+		args = append(args, "--ca-file", o.Registry.CAFile)
+	}
+	if !o.Terminal.ShowProgress(o.log, &o.Output) {
+		args = append(args, "--no-progress")
+	}
+	args = append(args, o.restoreArgs()...)
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PGPASSWORD=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if password != "" {
+		cmd.Env = append(cmd.Env, "PGPASSWORD="+password)
+	}
+	return cmd, nil
+}
 
-// splitPassword removes the password from a PostgreSQL URL or key=value DSN
-// and returns it separately.
-func splitPassword(dsn string) (string, string) {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		if u.User == nil {
-			return dsn, ""
+// splitPassword removes the password from a PostgreSQL connection string,
+// URL or key=value, and returns it separately. It refuses a string it
+// cannot take apart rather than pass it on with the password inside.
+func splitPassword(dsn string) (string, string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", "", errors.New("not a valid PostgreSQL URL")
 		}
-		pw, ok := u.User.Password()
-		if !ok {
-			return dsn, ""
+		var pw string
+		if u.User != nil {
+			if p, ok := u.User.Password(); ok {
+				pw = p
+				u.User = url.User(u.User.Username())
+			}
 		}
-		u.User = url.User(u.User.Username())
-		return u.String(), pw
+		q := u.Query()
+		if q.Has("password") {
+			pw = q.Get("password")
+			q.Del("password")
+			u.RawQuery = q.Encode()
+		}
+		return u.String(), pw, nil
 	}
-	m := dsnPassword.FindStringSubmatch(dsn)
-	if m == nil {
-		return dsn, ""
+	pairs, err := parseConninfo(dsn)
+	if err != nil {
+		return "", "", err
 	}
-	pw := strings.Trim(m[2], "'")
-	pw = strings.NewReplacer(`\'`, `'`, `\\`, `\`).Replace(pw)
-	return strings.TrimSpace(dsnPassword.ReplaceAllString(dsn, "")), pw
+	var kept []string
+	var pw string
+	for _, p := range pairs {
+		if p.key == "password" {
+			pw = p.value
+			continue
+		}
+		kept = append(kept, p.raw)
+	}
+	return strings.Join(kept, " "), pw, nil
+}
+
+type conninfoPair struct{ key, value, raw string }
+
+// parseConninfo splits a libpq key=value connection string the way libpq
+// does (conninfo_parse): spaces around '=' allowed, values single-quoted
+// with backslash escapes, or bare up to the next space.
+func parseConninfo(s string) ([]conninfoPair, error) {
+	var out []conninfoPair
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
+	i := 0
+	for {
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		if i == len(s) {
+			return out, nil
+		}
+		start := i
+		for i < len(s) && !isSpace(s[i]) && s[i] != '=' {
+			i++
+		}
+		key := s[start:i]
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		if i == len(s) || s[i] != '=' || key == "" {
+			return nil, errors.New("not a valid key=value connection string (missing \"=\" after a keyword)")
+		}
+		i++
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		var val strings.Builder
+		if i < len(s) && s[i] == '\'' {
+			i++
+			closed := false
+			for i < len(s) {
+				c := s[i]
+				if c == '\\' && i+1 < len(s) {
+					val.WriteByte(s[i+1])
+					i += 2
+					continue
+				}
+				i++
+				if c == '\'' {
+					closed = true
+					break
+				}
+				val.WriteByte(c)
+			}
+			if !closed {
+				return nil, errors.New("not a valid key=value connection string (unterminated quoted value)")
+			}
+		} else {
+			for i < len(s) && !isSpace(s[i]) {
+				if s[i] == '\\' && i+1 < len(s) {
+					val.WriteByte(s[i+1])
+					i += 2
+					continue
+				}
+				val.WriteByte(s[i])
+				i++
+			}
+		}
+		out = append(out, conninfoPair{key: key, value: val.String(), raw: s[start:i]})
+	}
 }
 
 // restoreJob applies the restore Job (and its PVCs, Secrets and RBAC) on

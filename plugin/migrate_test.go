@@ -1,30 +1,106 @@
 package plugin
 
 import (
+	"context"
 	"crypto"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
 )
 
+// dsnForms are the ways a connection string can hold a password.
+var dsnForms = []struct{ name, dsn, pw string }{
+	{"URL userinfo", "postgres://admin:s3cr%40t-1@127.0.0.1:5432/installer?sslmode=disable", "s3cr@t-1"},
+	{"URL query", "postgresql://admin@127.0.0.1/installer?password=s3cr%20t-2&application_name=x", "s3cr t-2"},
+	{"URL both", "postgres://admin:other@127.0.0.1/installer?password=s3cret-3", "s3cret-3"},
+	{"key=value", "host=127.0.0.1 user=admin password=s3cret-4 dbname=installer", "s3cret-4"},
+	{"key = value with spaces", "host=127.0.0.1 user=admin password = s3cret-5 dbname=installer", "s3cret-5"},
+	{"quoted with a space and a quote", "host=127.0.0.1 password = 'a b\\'s3cret-6' dbname=installer user=admin", "a b's3cret-6"},
+	{"escaped bare value", `host=127.0.0.1 user=admin dbname=installer password=s3\ cret-7`, "s3 cret-7"},
+	{"no password", "host=127.0.0.1 user=admin dbname=installer", ""},
+}
+
 func TestSplitPassword(t *testing.T) {
-	for _, c := range []struct{ in, dsn, pw string }{
-		{"postgres://admin:s3cr%40t@db:5432/installer?sslmode=disable", "postgres://admin@db:5432/installer?sslmode=disable", "s3cr@t"},
-		{"postgresql://admin@db/installer", "postgresql://admin@db/installer", ""},
-		{"host=db user=admin password=hunter2 dbname=installer", "host=db user=admin dbname=installer", "hunter2"},
-		{"host=db password='a b\\'c' dbname=x", "host=db dbname=x", "a b'c"},
-		{"host=db dbname=x", "host=db dbname=x", ""},
-	} {
-		dsn, pw := splitPassword(c.in)
-		if dsn != c.dsn || pw != c.pw {
-			t.Errorf("splitPassword(%q) = %q, %q; want %q, %q", c.in, dsn, pw, c.dsn, c.pw)
+	for _, c := range dsnForms {
+		t.Run(c.name, func(t *testing.T) {
+			dsn, pw, err := splitPassword(c.dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pw != c.pw {
+				t.Fatalf("password %q, want %q", pw, c.pw)
+			}
+			if strings.Contains(dsn, "s3") || strings.Contains(dsn, "password") { // every password here holds "s3"
+				t.Fatalf("the stripped DSN %q still holds the password", dsn)
+			}
+			// pgx reads the stripped DSN plus PGPASSWORD as the original.
+			t.Setenv("PGPASSWORD", pw)
+			t.Setenv("PGPASSFILE", filepath.Join(t.TempDir(), "none"))
+			want, err := pgx.ParseConfig(c.dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := pgx.ParseConfig(dsn)
+			if err != nil {
+				t.Fatalf("stripped DSN %q: %v", dsn, err)
+			}
+			if got.Host != want.Host || got.Port != want.Port || got.User != want.User || got.Database != want.Database || got.Password != want.Password || got.RuntimeParams["application_name"] != want.RuntimeParams["application_name"] {
+				t.Fatalf("stripped %q reads as %s@%s:%d/%s, want %s@%s:%d/%s", dsn, got.User, got.Host, got.Port, got.Database, want.User, want.Host, want.Port, want.Database)
+			}
+		})
+	}
+	for _, bad := range []string{"host=db password='unterminated", "host=db password"} {
+		if _, _, err := splitPassword(bad); err == nil || strings.Contains(err.Error(), "host=db") {
+			t.Errorf("splitPassword(%q) = %v, want a refusal that does not quote the DSN", bad, err)
 		}
+	}
+}
+
+// TestChildRestoreCommand_NoPasswordInArgv runs the child command of a
+// direct migrate for every DSN form, with a script standing in for the
+// binary that prints its own /proc/PID/cmdline (what ps shows any local
+// user) and PGPASSWORD: the password is in the environment only.
+func TestChildRestoreCommand_NoPasswordInArgv(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "child")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ntr '\\0' ' ' < /proc/$$/cmdline\necho\necho \"PGPASSWORD=$PGPASSWORD\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Fatalf("no /proc here: %v", err)
+	}
+	for _, c := range dsnForms {
+		t.Run(c.name, func(t *testing.T) {
+			o := &MigrateOptions{TargetDB: c.dsn, TargetDataDir: "/data", TargetKubeconfig: "kc", Namespace: "ns",
+				state: &migrateState{Pinned: "reg/x@sha256:0"}, log: io.Discard}
+			cmd, err := o.childRestoreCommand(context.Background(), script, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.SplitN(string(out), "\n", 2)
+			cmdline := lines[0]
+			if !strings.Contains(cmdline, "restore reg/x@sha256:0 --db ") {
+				t.Fatalf("not the child's command line: %q", cmdline)
+			}
+			if strings.Contains(cmdline, "s3") || strings.Contains(cmdline, "password") {
+				t.Fatalf("the password is in argv: %q", cmdline)
+			}
+			if !strings.Contains(lines[1], "PGPASSWORD="+c.pw+"\n") {
+				t.Fatalf("PGPASSWORD: %q, want %q", lines[1], c.pw)
+			}
+		})
 	}
 }
 

@@ -42,18 +42,19 @@ install manifests. Re-created CRs must agree with the rows: --diff lists every
 disagreement and exits like diff(1) (0 none, 1 some, 2 or more on error) without
 writing; the restore refuses to apply while any remains, unless --accept-drift.
 
-Exit codes: 0 restored; 2 usage (also a bundle that lacks a layer the restore needs);
-3 a bundle blob was altered or truncated; 4 decryption failed (no or wrong --identity);
-5 unsupported bundle format version; 6 not a bundle or content that does not decode;
-7 a tar entry that would escape the data directory; 9 the bundle is not signed by a
---signer key (unsigned, another key, or replaced); 20 the target database or data
-directory is not empty; 21 objects on cluster 0 conflict with the bundle (--existing),
-or a journal of this bundle was written with other options; 22 the CRs do not match
-the database rows (kube keys); 23 re-created resources disagree with the database
-(drift); 24 applying an object failed (see the report file); 25 cluster 0 is
-unreachable or lacks the CRDs; 1 anything else.`
+With --replace, the files layer is staged inside the data directory before the database
+transaction starts: the old rows and files are replaced only once the new files are
+written. Setuid, setgid and sticky bits are refused unless --preserve-special-bits.
 
-// Exit codes of restore, beside the bundle's (3-7).
+Exit codes: 0 restored; 2 usage (also a bundle that lacks a layer the restore needs);` + bundleExitCodes + `;
+20 the target database or data directory is not empty; 21 objects on cluster 0
+conflict with the bundle (--existing), or a journal of this bundle was written with
+other options; 22 the CRs do not match the database rows (kube keys); 23 re-created
+resources disagree with the database (drift); 24 applying an object failed (see the
+report file); 25 cluster 0 is unreachable or lacks the CRDs; 1 anything else (also
+too little space in the data directory).`
+
+// Exit codes of restore, beside the bundle's (3-9).
 const (
 	ExitRestoreTargetNotEmpty = 20 // database or data directory not empty
 	ExitRestoreConflict       = 21 // objects on cluster 0 conflict; journal of other options
@@ -65,28 +66,30 @@ const (
 
 // RestoreOptions holds the inputs of `restore`.
 type RestoreOptions struct {
-	Ref               string
-	Identities        []string
-	Sign              signerOptions
-	DataDir           string
-	SkipDatabase      bool
-	SkipFiles         bool
-	SkipResources     bool
-	RecreateResources bool
-	ManifestsDir      string
-	Diff              bool
-	AcceptDrift       bool
-	NamespaceMapping  []string
-	ClusterZero       string
-	ServiceURL        string
-	Existing          string
-	DryRun            string
-	Replace           bool
-	ReportFile        string
-	Postgres          option.Postgres
-	Registry          option.Registry
-	Output            option.Output
-	Terminal          option.Terminal
+	Ref          string
+	Identities   []string
+	Sign         signerOptions
+	DataDir      string
+	SkipDatabase bool
+	SkipFiles    bool
+	// PreserveSpecialBits restores setuid, setgid and sticky bits.
+	PreserveSpecialBits bool
+	SkipResources       bool
+	RecreateResources   bool
+	ManifestsDir        string
+	Diff                bool
+	AcceptDrift         bool
+	NamespaceMapping    []string
+	ClusterZero         string
+	ServiceURL          string
+	Existing            string
+	DryRun              string
+	Replace             bool
+	ReportFile          string
+	Postgres            option.Postgres
+	Registry            option.Registry
+	Output              option.Output
+	Terminal            option.Terminal
 
 	// Resolved by Complete.
 	opts restore.Options
@@ -141,6 +144,7 @@ func NewCmdRestore(env *Env) *cobra.Command {
 	fs.StringVar(&o.ServiceURL, "service-url", "", "cluster 0's assisted-service URL: node-0 status URLs are rewritten onto it (removed without it)")
 	fs.StringVar(&o.Existing, "existing", string(resources.ExistingFail), "Objects already on cluster 0 that differ from the bundle: fail (before any change), skip, or update")
 	fs.StringVar(&o.DryRun, "dry-run", string(resources.DryRunNone), "none, client (check everything, write nothing) or server (also send every object with dryRun=All)")
+	fs.BoolVar(&o.PreserveSpecialBits, "preserve-special-bits", false, "Accept setuid, setgid and sticky bits in the files layer and restore them (refused by default)")
 	fs.BoolVar(&o.Replace, "replace", false, "Restore into a non-empty database (dropped in the restore transaction) and data directory (emptied once the new files are staged)")
 	fs.StringVar(&o.ReportFile, "report", "report.json", "Where to write the per-object report when applying resources fails; empty: nowhere")
 	o.Postgres.AddFlags(fs, "target")
@@ -182,7 +186,7 @@ func (o *RestoreOptions) Complete(env *Env, cmd *cobra.Command) error {
 	ro := restore.Options{
 		Ref: o.Ref, Registry: registryOptions(o.Registry), Identities: ids,
 		Signers: signers, AllowUnsigned: o.Sign.AllowUnsigned,
-		DataDir: o.DataDir, SkipDatabase: o.SkipDatabase, SkipFiles: o.SkipFiles,
+		DataDir: o.DataDir, SkipDatabase: o.SkipDatabase, SkipFiles: o.SkipFiles, PreserveSpecialBits: o.PreserveSpecialBits,
 		Namespace: ns, NamespaceMapping: mapping, ServiceURL: o.ServiceURL,
 		SkipResources: o.SkipResources, RecreateResources: o.RecreateResources, ManifestsDir: o.ManifestsDir,
 		Diff: o.Diff, AcceptDrift: o.AcceptDrift, Existing: resources.ExistingPolicy(o.Existing),

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
 	"github.com/kubectl-assisted/kubectl-assisted/restore"
@@ -49,6 +50,13 @@ func TestRestoreErrorExitCodes(t *testing.T) {
 		{"bundle lacks a layer", &restore.BundleContentError{Err: errors.New("x")}, clierr.ExitUsage},
 		{"integrity", wrap(&bundle.IntegrityError{Blob: "database"}), ExitBundleIntegrity},
 		{"decrypt", wrap(&bundle.DecryptError{Err: bundle.ErrWrongIdentity}), ExitBundleDecrypt},
+		{"tampered ciphertext", wrap(&bundle.IntegrityError{Blob: "files", Reason: bundle.ReasonTampered}), 3},
+		{"missing blob", wrap(&bundle.MissingBlobError{Blob: "files layer", Err: errors.New("not found")}), 8},
+		{"inconsistent versions", wrap(&bundle.VersionMismatchError{Manifest: "1.0.1", Metadata: "1.0.0"}), 5},
+		{"unsupported version", wrap(&bundle.UnsupportedVersionError{Version: "2.0.0"}), 5},
+		{"unsafe entry", wrap(&files.UnsafeEntryError{Name: "x", Reason: files.ReasonSparse}), 7},
+		{"target cannot hold it", wrap(&files.TargetError{Dir: "/d", Reason: "path"}), 7},
+		{"target too small", wrap(&files.TargetError{Dir: "/d", Reason: "space", NoSpace: true}), clierr.ExitError},
 		{"database not empty", wrap(&pg.TargetNotEmptyError{Objects: []string{"table public.x"}}), ExitRestoreTargetNotEmpty},
 		{"data dir not empty", &restore.DataDirNotEmptyError{Dir: "/d"}, ExitRestoreTargetNotEmpty},
 		{"conflict", wrap(&resources.ConflictError{}), ExitRestoreConflict},

@@ -99,6 +99,9 @@ type Options struct {
 	// the restore transaction) and data directory (emptying it once the new
 	// files are staged).
 	Replace bool
+	// PreserveSpecialBits accepts and restores setuid, setgid and sticky bits
+	// in the files layer; by default an entry with one refuses the bundle.
+	PreserveSpecialBits bool
 
 	// Logger receives what happens, never secrets; nil discards.
 	Logger *slog.Logger

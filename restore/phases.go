@@ -18,8 +18,20 @@ import (
 // phase runs first and on its own: on a first run the journal is created only
 // inside its transaction, once every check passed, so a refusal leaves no
 // trace anywhere.
-func (r *runner) runPhases(ctx context.Context) error {
+func (r *runner) runPhases(ctx context.Context) (err error) {
 	var names []journal.Phase // every phase of the receipt, in order
+	// The files are staged first: the database (and, with --replace, the
+	// rows it held) is not touched before the new files are proven writable.
+	if !r.o.SkipFiles && (r.j == nil || !r.j.Done(PhaseFiles)) {
+		if err := r.stageFiles(ctx); err != nil {
+			return err
+		}
+		defer func() {
+			if err != nil {
+				r.dropStaged()
+			}
+		}()
+	}
 	if !r.o.SkipDatabase {
 		oc, err := r.databasePhase(ctx)
 		if oc != nil {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
@@ -51,6 +52,10 @@ type runner struct {
 	dbResume    bool
 	filesResume bool
 	creds       *auth.PostgresCredentials
+	// staged is the files layer extracted into the staging directory before
+	// the database phase (nil until then, and once moved into place).
+	staged         *files.Summary
+	createdDataDir bool // stageFiles created the data directory
 	// analyzed is closed when the ANALYZE started after the database commit
 	// ends; it runs beside the files, auth and resources phases.
 	analyzed chan struct{}
@@ -149,7 +154,7 @@ func (r *runner) verifyBundle(ctx context.Context) error {
 	rep, err := r.b.Verify(ctx, bundle.VerifyOptions{Database: func(ctx context.Context, rd io.Reader) error {
 		_, err := pg.Verify(ctx, rd)
 		return err
-	}})
+	}, PreserveSpecialBits: r.o.PreserveSpecialBits})
 	r.progress.set("")
 	if err != nil {
 		return fmt.Errorf("verify bundle %s: %w; nothing was changed", r.res.Reference, err)

@@ -33,24 +33,170 @@ const (
 	ReasonEmptyName    = "its path is empty"
 	ReasonInvalidName  = "its path holds a NUL byte or is not clean"
 	ReasonXattrNotUser = "it carries an extended attribute outside user.*"
+	ReasonNameTooLong  = "a component of its path is longer than 255 bytes (NAME_MAX)"
+	ReasonPathTooLong  = "its path is longer than 4095 bytes (PATH_MAX)"
+	ReasonLinkTooLong  = "its link target is longer than 4095 bytes (PATH_MAX)"
+	ReasonXattrSize    = "an extended attribute is over the Linux limits (name 255 bytes, value 64 KiB, all names 64 KiB)"
+	ReasonSpecialBits  = "it has the setuid, setgid or sticky bit (pass --preserve-special-bits to restore them as stored)"
+	ReasonSparse       = "it is a sparse file (a bundle never holds one; its holes would expand beyond the stored bytes)"
+	ReasonExpansion    = "the layer holds more than the metadata declares"
 )
+
+// Limits of Linux that an entry must fit, checked before anything is
+// written: a name or attribute the kernel would refuse must fail `bundle
+// verify`, not the files phase of a restore.
+const (
+	NameMax       = 255   // NAME_MAX: one path component
+	PathMax       = 4095  // PATH_MAX less its NUL: a whole path, a symlink target
+	XattrNameMax  = 255   // XATTR_NAME_MAX
+	XattrValueMax = 65536 // XATTR_SIZE_MAX
+	XattrListMax  = 65536 // XATTR_LIST_MAX: all names of an inode, NUL-terminated
+)
+
+// Declared is what the bundle's metadata says its files layer holds. With it,
+// extraction stops at the first entry beyond it, before that entry's bytes
+// are written: a layer can never expand beyond what the metadata declared.
+type Declared struct {
+	Files, Dirs, Symlinks, HardLinks int64
+	Bytes                            int64
+}
+
+// Rules are the caller's part of the extraction rules; Check and Extract
+// apply the same ones.
+type Rules struct {
+	// Declared caps the layer; nil leaves it uncapped (tests and fuzzing).
+	// The bundle package always sets it from the metadata.
+	Declared *Declared
+	// PreserveSpecialBits accepts setuid, setgid and sticky bits and restores
+	// them; by default an entry with one is refused.
+	PreserveSpecialBits bool
+}
+
+// CountMismatchError is a files layer that holds less than its metadata
+// declares (more is refused entry by entry as ReasonExpansion).
+type CountMismatchError struct {
+	Got, Want Declared
+}
+
+func (e *CountMismatchError) Error() string {
+	return fmt.Sprintf("holds %d files, %d directories, %d symlinks, %d hard links and %d bytes; the metadata declares %d files, %d directories, %d symlinks, %d hard links and %d bytes",
+		e.Got.Files, e.Got.Dirs, e.Got.Symlinks, e.Got.HardLinks, e.Got.Bytes, e.Want.Files, e.Want.Dirs, e.Want.Symlinks, e.Want.HardLinks, e.Want.Bytes)
+}
+
+// finish compares the whole layer with what was declared.
+func (v *validator) finish() error {
+	d := v.rules.Declared
+	if d == nil {
+		return nil
+	}
+	got := Declared{Files: v.sum.Files, Dirs: v.sum.Dirs, Symlinks: v.sum.Symlinks, HardLinks: v.sum.HardLinks, Bytes: v.sum.Bytes}
+	if got != *d {
+		return &CountMismatchError{Got: got, Want: *d}
+	}
+	return nil
+}
 
 // validator applies the extraction rules to a stream of headers; Check and
 // Extract share it so that `bundle verify` refuses exactly what a restore would.
 type validator struct {
+	rules    Rules
 	seen     map[string]byte // clean name -> typeflag
 	symlinks map[string]bool
 	sum      Summary
 }
 
-func newValidator() *validator {
-	return &validator{seen: map[string]byte{}, symlinks: map[string]bool{}}
+func newValidator(rules Rules) *validator {
+	return &validator{rules: rules, seen: map[string]byte{}, symlinks: map[string]bool{}}
+}
+
+// limits checks what the kernel would refuse later: name and path lengths,
+// extended attribute sizes, sparse maps and special bits.
+func (v *validator) limits(hdr *tar.Header, name string) error {
+	unsafe := func(reason string) error { return &UnsafeEntryError{Name: shorten(hdr.Name), Reason: reason} }
+	if len(name) > PathMax {
+		return unsafe(ReasonPathTooLong + fmt.Sprintf(" (%d bytes)", len(name)))
+	}
+	for _, part := range strings.Split(name, "/") {
+		if len(part) > NameMax {
+			return unsafe(ReasonNameTooLong + fmt.Sprintf(" (%d bytes)", len(part)))
+		}
+	}
+	if len(hdr.Linkname) > PathMax {
+		return unsafe(ReasonLinkTooLong)
+	}
+	if hdr.Typeflag == tar.TypeGNUSparse {
+		return unsafe(ReasonSparse)
+	}
+	list, total := 0, int64(0)
+	var sizes [][2]int
+	for k, val := range hdr.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return unsafe(ReasonSparse)
+		}
+		x, ok := strings.CutPrefix(k, paxXattrPrefix)
+		if !ok {
+			continue
+		}
+		list += len(x) + 1
+		if len(x) > XattrNameMax || len(val) > XattrValueMax || list > XattrListMax {
+			return unsafe(ReasonXattrSize + fmt.Sprintf(" (%s: %d bytes)", shorten(x), len(val)))
+		}
+		total += int64(len(x) + len(val))
+		sizes = append(sizes, [2]int{len(x), len(val)})
+	}
+	if total > v.sum.MaxXattrBytes {
+		v.sum.MaxXattrBytes, v.sum.LargestXattrs = total, sizes
+	}
+	if hdr.Mode&0o7000 != 0 && !v.rules.PreserveSpecialBits {
+		return unsafe(ReasonSpecialBits + fmt.Sprintf(" (mode %04o)", hdr.Mode&0o7777))
+	}
+	if len(name) > v.sum.LongestName {
+		v.sum.LongestName = len(name)
+	}
+	return nil
+}
+
+// expansion refuses an entry that takes the layer beyond what was declared;
+// it runs on the header, before any of the entry's bytes is written.
+func (v *validator) expansion(hdr *tar.Header) error {
+	d := v.rules.Declared
+	if d == nil {
+		return nil
+	}
+	s := v.sum
+	var what string
+	switch {
+	case s.Files > d.Files:
+		what = fmt.Sprintf("more than %d files", d.Files)
+	case s.Bytes > d.Bytes:
+		what = fmt.Sprintf("more than %d bytes of files (this entry claims %d)", d.Bytes, hdr.Size)
+	case s.Dirs > d.Dirs:
+		what = fmt.Sprintf("more than %d directories", d.Dirs)
+	case s.Symlinks > d.Symlinks:
+		what = fmt.Sprintf("more than %d symlinks", d.Symlinks)
+	case s.HardLinks > d.HardLinks:
+		what = fmt.Sprintf("more than %d hard links", d.HardLinks)
+	default:
+		return nil
+	}
+	return &UnsafeEntryError{Name: shorten(hdr.Name), Reason: ReasonExpansion + ": " + what}
+}
+
+// shorten keeps error messages readable when a name is a bomb itself.
+func shorten(s string) string {
+	if len(s) <= 120 {
+		return s
+	}
+	return s[:60] + fmt.Sprintf("...(%d bytes)...", len(s)-100) + s[len(s)-40:]
 }
 
 // entry validates hdr and returns its clean relative name.
 func (v *validator) entry(hdr *tar.Header) (string, error) {
 	name, err := cleanName(hdr.Name)
 	if err != nil {
+		return "", err
+	}
+	if err := v.limits(hdr, name); err != nil {
 		return "", err
 	}
 	for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
@@ -93,6 +239,9 @@ func (v *validator) entry(hdr *tar.Header) (string, error) {
 	default:
 		return "", &UnsafeEntryError{Name: hdr.Name, Reason: ReasonEntryType + fmt.Sprintf(" (type %q)", hdr.Typeflag)}
 	}
+	if err := v.expansion(hdr); err != nil {
+		return "", err
+	}
 	for k := range hdr.PAXRecords {
 		if strings.HasPrefix(k, paxXattrPrefix) {
 			v.sum.Xattrs++
@@ -104,7 +253,13 @@ func (v *validator) entry(hdr *tar.Header) (string, error) {
 
 // cleanName turns a tar name into a clean relative slash path, refusing
 // absolute paths and any ".." that climbs out.
-func cleanName(name string) (string, error) {
+func cleanName(name string) (c string, err error) {
+	defer func() {
+		var ue *UnsafeEntryError
+		if errors.As(err, &ue) {
+			ue.Name = shorten(ue.Name)
+		}
+	}()
 	n := strings.TrimSuffix(name, "/")
 	switch {
 	case n == "" || n == ".":
@@ -119,7 +274,7 @@ func cleanName(name string) (string, error) {
 			return "", &UnsafeEntryError{Name: name, Reason: ReasonParent}
 		}
 	}
-	c := path.Clean(strings.TrimPrefix(n, "./"))
+	c = path.Clean(strings.TrimPrefix(n, "./"))
 	if c != strings.TrimPrefix(n, "./") {
 		return "", &UnsafeEntryError{Name: name, Reason: ReasonInvalidName}
 	}
@@ -154,11 +309,17 @@ func symlinkInside(name, target string) bool {
 
 // Check reads a files-layer tar to its end and applies every extraction rule
 // without writing anything. It then reads r to EOF, so a verifying reader
-// below reports a bad digest.
+// below reports a bad digest. Check applies the default Rules (no cap).
 func Check(ctx context.Context, r io.Reader) (sum *Summary, err error) {
+	return CheckRules(ctx, r, Rules{})
+}
+
+// CheckRules is Check with the caller's rules: the metadata's declared
+// counts, special bits.
+func CheckRules(ctx context.Context, r io.Reader, rules Rules) (sum *Summary, err error) {
 	defer func() { err = rootCause(r, err) }()
 	tr := tar.NewReader(r)
-	v := newValidator()
+	v := newValidator(rules)
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -178,6 +339,9 @@ func Check(ctx context.Context, r io.Reader) (sum *Summary, err error) {
 		}
 	}
 	if err := drainRest(r); err != nil {
+		return nil, err
+	}
+	if err := v.finish(); err != nil {
 		return nil, err
 	}
 	s := v.sum
@@ -216,10 +380,23 @@ func drainRest(r io.Reader) error {
 	}
 }
 
+// StoredDrainer is a layer reader that can check the rest of its stored
+// blob without decoding it: after a refusal, finding out whether the blob was
+// altered must not decompress the rest of a bomb.
+type StoredDrainer interface {
+	DrainStored() error
+}
+
 // rootCause drains r after a decoding error: when the stream below fails too
 // (a verifying reader finding an altered blob), that failure is the cause.
 func rootCause(r io.Reader, err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if d, ok := r.(StoredDrainer); ok {
+		if derr := d.DrainStored(); derr != nil {
+			return derr
+		}
 		return err
 	}
 	if _, derr := io.Copy(io.Discard, r); derr != nil {

@@ -24,6 +24,14 @@ type Summary struct {
 	// XattrsLost are the entries whose user.* attributes the target
 	// filesystem refused (Extract with SkipUnsupportedXattrs only).
 	XattrsLost []string `json:"xattrsLost,omitempty"`
+	// LongestName is the length in bytes of the longest relative path: the
+	// extraction directory's own path plus it must fit PATH_MAX.
+	LongestName int `json:"-"`
+	// MaxXattrBytes is the largest sum of the extended attributes' names and
+	// values of one entry; LargestXattrs are that entry's (name, value)
+	// lengths, which CheckTarget probes the target filesystem with.
+	MaxXattrBytes int64    `json:"-"`
+	LargestXattrs [][2]int `json:"-"`
 	// ClusterIDs are the top-level directories named like a UUID: the
 	// clusters assisted-service keeps files for.
 	ClusterIDs []string `json:"clusterIDs,omitempty"`

@@ -25,6 +25,9 @@ type ExtractOptions struct {
 	// Summary.XattrsLost, instead of failing: the caller warns that those
 	// manifests lost their origin mark.
 	SkipUnsupportedXattrs bool
+	// Rules are the caps and the special-bits choice (see Rules); without
+	// PreserveSpecialBits, no setuid, setgid or sticky bit is ever set.
+	Rules
 }
 
 // ErrDirNotEmpty is returned when the extraction directory already holds files.
@@ -55,7 +58,7 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 		return nil, err
 	}
 	defer root.Close()
-	x := &extractor{root: root, opts: opts, v: newValidator()}
+	x := &extractor{root: root, opts: opts, v: newValidator(opts.Rules)}
 	tr := tar.NewReader(r)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -77,6 +80,9 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 		}
 	}
 	if err := drainRest(r); err != nil {
+		return nil, err
+	}
+	if err := x.v.finish(); err != nil {
 		return nil, err
 	}
 	if err := x.finishDirs(); err != nil {
@@ -175,7 +181,10 @@ func (x *extractor) write(name string, hdr *tar.Header, body io.Reader) error {
 			return err
 		}
 	}
-	mode := fs.FileMode(hdr.Mode).Perm() | unixSpecial(hdr.Mode)
+	mode := fs.FileMode(hdr.Mode).Perm()
+	if x.opts.PreserveSpecialBits {
+		mode |= unixSpecial(hdr.Mode)
+	}
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		if err := x.root.Mkdir(name, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {

@@ -86,3 +86,38 @@ func setXattrs(fd int, hdr *tar.Header) error {
 	}
 	return nil
 }
+
+func statFS(dir string) (fsStat, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fsStat{}, err
+	}
+	bs := uint64(st.Bsize)
+	return fsStat{blockSize: bs, availBytes: st.Bavail * bs, totalBlocks: st.Blocks, totalInodes: st.Files, freeInodes: st.Ffree}, nil
+}
+
+// probeXattrs sets attributes of the given (name, value) lengths on an
+// unnamed temporary inode in dir: nothing appears in dir, and the inode is
+// freed on close. Without O_TMPFILE support the probe is skipped (the
+// extraction then finds out, into its staging directory).
+func probeXattrs(dir string, sizes [][2]int) error {
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
+			return nil
+		}
+		return err
+	}
+	defer unix.Close(fd)
+	for i, s := range sizes {
+		prefix := fmt.Sprintf("%s%d.", xattrPrefix, i)
+		name := prefix + strings.Repeat("p", max(s[0]-len(prefix), 0))
+		if err := unix.Fsetxattr(fd, name, make([]byte, s[1]), 0); err != nil {
+			if errors.Is(err, unix.ENOTSUP) {
+				return ErrXattrUnsupported
+			}
+			return fmt.Errorf("set a %d-byte extended attribute: %w", s[1], err)
+		}
+	}
+	return nil
+}

@@ -37,7 +37,7 @@ var ErrChanged = errors.New("changed while it was read; stop assisted-service (o
 // Write writes the tree under root to w as a PAX tar, in lexical order, and
 // returns what it wrote. Entries carry mode, mtime, uid/gid and user.* xattrs;
 // no access/change times and no user names, so the same tree gives the same
-// bytes. Symlinks are stored as links (never followed); files linked more than
+// bytes; no setuid, setgid or sticky bit. Symlinks are stored as links (never followed); files linked more than
 // once are stored once and then as hard links; sockets, FIFOs and devices are
 // skipped.
 func Write(ctx context.Context, w io.Writer, root string, opts WriteOptions) (*Summary, error) {
@@ -113,8 +113,10 @@ func (w *treeWriter) add(p, rel string, d fs.DirEntry) error {
 	}
 	st, hasStat := statOf(info)
 	hdr := &tar.Header{
-		Name:    rel,
-		Mode:    int64(info.Mode().Perm()) | specialBits(info.Mode()),
+		Name: rel,
+		// Never setuid, setgid or sticky bits: data needs none, and a
+		// restore refuses them unless told otherwise.
+		Mode:    int64(info.Mode().Perm()),
 		ModTime: info.ModTime(),
 		Format:  tar.FormatPAX,
 	}
@@ -275,20 +277,6 @@ func (w *treeWriter) xattrs(p string, hdr *tar.Header) error {
 		w.sum.Xattrs++
 	}
 	return nil
-}
-
-func specialBits(m fs.FileMode) int64 {
-	var b int64
-	if m&fs.ModeSetuid != 0 {
-		b |= 0o4000
-	}
-	if m&fs.ModeSetgid != 0 {
-		b |= 0o2000
-	}
-	if m&fs.ModeSticky != 0 {
-		b |= 0o1000
-	}
-	return b
 }
 
 type reportingWriter struct {

@@ -15,6 +15,7 @@ package job
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -92,7 +93,23 @@ func (o *Options) Validate() error {
 	if o.DatabaseSize.IsZero() || o.FilesystemSize.IsZero() {
 		return fmt.Errorf("PVC sizes must be set to the AgentServiceConfig's databaseStorage and filesystemStorage requests")
 	}
+	for _, a := range o.ExtraArgs {
+		if secretArg(a) {
+			// Never quote a: it may be the secret.
+			return fmt.Errorf("the restore Job's extra arguments may not name a database or hold a password: the Job reads the database from the postgres Secret through its environment, and a Pod's args are readable by anyone who can read the Job")
+		}
+	}
 	return nil
+}
+
+var userinfoPassword = regexp.MustCompile(`(?i)postgres(ql)?://[^/@?#]*:[^/@?#]*@`)
+
+// secretArg reports an argument that names a database (its DSN can hold a
+// password) or holds one.
+func secretArg(a string) bool {
+	l := strings.ToLower(a)
+	return l == "--db" || strings.HasPrefix(l, "--db=") || l == "--db-env-file" || strings.HasPrefix(l, "--db-env-file=") ||
+		strings.Contains(l, "password") || userinfoPassword.MatchString(a)
 }
 
 // JobName names the Job after the bundle digest, so a rerun finds its Job.

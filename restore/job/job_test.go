@@ -91,3 +91,53 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestObjects_NoPasswordInArgs: the Job's containers take the database
+// password from the postgres Secret through their environment; no command,
+// arg or literal env value holds one, and extra arguments that would carry
+// one are refused, whatever the DSN form.
+func TestObjects_NoPasswordInArgs(t *testing.T) {
+	objs, err := Objects(validOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		job, ok := o.(*batchv1.Job)
+		if !ok {
+			continue
+		}
+		spec := job.Spec.Template.Spec
+		for _, c := range append(spec.InitContainers, spec.Containers...) {
+			for _, a := range append(append([]string{}, c.Command...), c.Args...) {
+				if secretArg(a) {
+					t.Fatalf("container %s: arg %q", c.Name, a)
+				}
+			}
+			for _, e := range c.Env {
+				if strings.Contains(strings.ToLower(e.Name), "pass") && (e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) {
+					t.Fatalf("container %s: %s is not read from a Secret", c.Name, e.Name)
+				}
+			}
+		}
+	}
+	for _, extra := range [][]string{
+		{"--db", "host=db user=u password=pw"},
+		{"--db=postgres://u:pw@db/x"},
+		{"--service-url", "postgres://u:pw@db/x"},
+		{"--namespace-mapping", "a=b", "--db-env-file", "/x"},
+		{"--context", "host=db password = 'x y'"},
+		{"--registry-config", "postgresql://db/x?password=pw"},
+	} {
+		o := validOptions()
+		o.ExtraArgs = extra
+		_, err := Objects(o)
+		if err == nil || strings.Contains(err.Error(), "pw") {
+			t.Errorf("ExtraArgs %q: err = %v, want a refusal that does not quote them", extra, err)
+		}
+	}
+	o := validOptions()
+	o.ExtraArgs = []string{"--service-url", "https://assisted.example.com", "--namespace-mapping", "a=b"}
+	if _, err := Objects(o); err != nil {
+		t.Fatalf("harmless extra args refused: %v", err)
+	}
+}

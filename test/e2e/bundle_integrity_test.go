@@ -153,8 +153,7 @@ func handLayout(t *testing.T, v string, entry *tar.Header) string {
 		}
 		return d, int64(len(b))
 	}
-	cfg := fmt.Sprintf(`{"formatVersion":%q,"created":"2025-01-01T00:00:00Z","source":{},"encryption":{"scheme":"none"}}`, v)
-	cd, cs := put([]byte(cfg))
+	files := ""
 	layers := "[]"
 	if entry != nil {
 		var tb bytes.Buffer
@@ -174,8 +173,14 @@ func handLayout(t *testing.T, v string, entry *tar.Header) string {
 		zw.Write(tb.Bytes())
 		zw.Close()
 		ld, ls := put(zb.Bytes())
+		// The metadata declares what the tar holds: only the entry's own
+		// rule refuses it.
+		fc, _ := json.Marshal(counted(t, tb.Bytes()))
+		files = `,"files":` + string(fc)
 		layers = fmt.Sprintf(`[{"mediaType":"application/vnd.kubectl-assisted.bundle.files.v1.tar+zstd","digest":%q,"size":%d}]`, ld, ls)
 	}
+	cfg := fmt.Sprintf(`{"formatVersion":%q,"created":"2025-01-01T00:00:00Z","source":{}%s,"encryption":{"scheme":"none"}}`, v, files)
+	cd, cs := put([]byte(cfg))
 	man := fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","artifactType":%q,"config":{"mediaType":%q,"digest":%q,"size":%d},"layers":%s,"annotations":{"io.kubectl-assisted.bundle.format-version":%q}}`,
 		bundleArtifactType, bundleConfigType, cd, cs, layers, v)
 	md, ms := put([]byte(man))

@@ -18,8 +18,8 @@ import (
 // restore, and leaves nothing behind: no table, no file in or beside the data
 // directory, no journal ConfigMap or Secret on cluster 0.
 
-// hostileCase is one crafted bundle and the flags of the refusing command.
-type hostileCase struct {
+// signCase is one crafted bundle and the flags of the refusing command.
+type signCase struct {
 	name string
 	ref  string
 	// args are the signature flags given (--signer ..., or none).
@@ -30,7 +30,7 @@ type hostileCase struct {
 
 // refusedEverywhere runs verify, extract and restore on c and checks exit 9,
 // the message, and zero effect.
-func refusedEverywhere(t *testing.T, p *harness.Plugin, k *harness.Kube, identity string, reg []string, c hostileCase) {
+func refusedEverywhere(t *testing.T, p *harness.Plugin, k *harness.Kube, identity string, reg []string, c signCase) {
 	t.Helper()
 	common := append(append([]string{}, c.args...), reg...)
 	common = append(common, "--identity", identity)
@@ -127,19 +127,19 @@ func testHostileRegistry(t *testing.T, reg *harness.Registry) {
 	k := harness.SharedKube(t)
 
 	forged := forge()
-	refusedEverywhere(t, p, k, identity, regArgs, hostileCase{name: "forged with the public recipient, unsigned", ref: ref,
+	refusedEverywhere(t, p, k, identity, regArgs, signCase{name: "forged with the public recipient, unsigned", ref: ref,
 		args: signerArgs(t), want: "not signed"})
-	refusedEverywhere(t, p, k, identity, regArgs, hostileCase{name: "forged, no --signer", ref: ref, want: "not signed"})
+	refusedEverywhere(t, p, k, identity, regArgs, signCase{name: "forged, no --signer", ref: ref, want: "not signed"})
 
 	forge("--signing-key", attackerKey)
-	refusedEverywhere(t, p, k, identity, regArgs, hostileCase{name: "forged and signed by the attacker", ref: ref,
+	refusedEverywhere(t, p, k, identity, regArgs, signCase{name: "forged and signed by the attacker", ref: ref,
 		args: signerArgs(t), want: "not signed by a trusted key"})
-	refusedEverywhere(t, p, k, identity, regArgs, hostileCase{name: "signed by a key only inspect knows", ref: ref,
+	refusedEverywhere(t, p, k, identity, regArgs, signCase{name: "signed by a key only inspect knows", ref: ref,
 		want: "no trusted signer given"})
 
 	forged = forge()
 	pushManifest(t, reg, "sha256-"+strings.TrimPrefix(forged, "sha256:")+".sig", oldSig)
-	refusedEverywhere(t, p, k, identity, regArgs, hostileCase{name: "forged with node 0's signature re-tagged onto it", ref: ref,
+	refusedEverywhere(t, p, k, identity, regArgs, signCase{name: "forged with node 0's signature re-tagged onto it", ref: ref,
 		args: signerArgs(t), want: "names another manifest"})
 
 	// Trusting the attacker's key is the user's choice: then it is accepted.
@@ -149,7 +149,7 @@ func testHostileRegistry(t *testing.T, reg *harness.Registry) {
 	// The genuine bundle, pinned by digest, still verifies with its signer and
 	// is refused with the attacker's.
 	p.MustRun(t, append([]string{"bundle", "verify", pinned, "--signer", signerFile(t), "--identity", identity}, regArgs...)...)
-	refusedEverywhere(t, p, nil, identity, regArgs, hostileCase{name: "genuine, wrong signer", ref: pinned,
+	refusedEverywhere(t, p, nil, identity, regArgs, signCase{name: "genuine, wrong signer", ref: pinned,
 		args: []string{"--signer", attackerPub}, want: "not signed by a trusted key"})
 
 	// inspect shows who signed what, and says it is not verified without --signer.
@@ -188,7 +188,7 @@ func TestHostileSign_Layout(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	p.MustRun(t, "bundle", "extract", ref, "--signer", p256Pub, "--signer", signerFile(t), "--identity", identity, "--dir", out)
 	assertExtracted(t, data, filepath.Join(out, "files"))
-	refusedEverywhere(t, p, nil, identity, nil, hostileCase{name: "P-256 bundle, ed25519 signer", ref: ref,
+	refusedEverywhere(t, p, nil, identity, nil, signCase{name: "P-256 bundle, ed25519 signer", ref: ref,
 		args: signerArgs(t), want: "not signed by a trusted key"})
 
 	// A flipped bit in the signature annotation: the signature manifest is
@@ -211,7 +211,7 @@ func TestHostileSign_Layout(t *testing.T) {
 	ann["dev.cosignproject.cosign/signature"] = base64.StdEncoding.EncodeToString(raw)
 	tampered, _ := json.Marshal(sm)
 	idx.retag(t, dir, sigTag, writeBlob(t, dir, tampered), int64(len(tampered)))
-	refusedEverywhere(t, p, k, identity, nil, hostileCase{name: "tampered signature", ref: ref,
+	refusedEverywhere(t, p, k, identity, nil, signCase{name: "tampered signature", ref: ref,
 		args: []string{"--signer", p256Pub}, want: "signature does not verify"})
 	idx.retag(t, dir, sigTag, sigDesc.Digest, sigDesc.Size) // undo
 
@@ -224,7 +224,7 @@ func TestHostileSign_Layout(t *testing.T) {
 	idx = readIndex(t, dir)
 	idx.add(t, dir, "evil", oidx.find(t, "v1"))
 	idx.add(t, dir, "sha256-"+strings.TrimPrefix(o.Digest, "sha256:")+".sig", sigDesc)
-	refusedEverywhere(t, p, k, identity, nil, hostileCase{name: "signature moved to another bundle", ref: "oci:" + dir + ":evil",
+	refusedEverywhere(t, p, k, identity, nil, signCase{name: "signature moved to another bundle", ref: "oci:" + dir + ":evil",
 		args: []string{"--signer", p256Pub}, want: "names another manifest"})
 
 	// An unsigned bundle with its layer blobs gone: the signature is checked
@@ -236,9 +236,9 @@ func TestHostileSign_Layout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	refusedEverywhere(t, p, k, identity, nil, hostileCase{name: "unsigned, layer blobs missing", ref: "oci:" + gone + ":v1",
+	refusedEverywhere(t, p, k, identity, nil, signCase{name: "unsigned, layer blobs missing", ref: "oci:" + gone + ":v1",
 		args: signerArgs(t), want: "not signed"})
-	refusedEverywhere(t, p, nil, identity, nil, hostileCase{name: "unsigned, archive", ref: archiveOf(t, p, data, recipient),
+	refusedEverywhere(t, p, nil, identity, nil, signCase{name: "unsigned, archive", ref: archiveOf(t, p, data, recipient),
 		args: signerArgs(t), want: "not signed"})
 
 	// Usage: the two flags contradict each other.
