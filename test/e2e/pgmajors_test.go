@@ -78,12 +78,15 @@ type pgMajorSource struct {
 
 // TestPostgresMajors dumps a seeded assisted-service database on every major
 // with the built binary (`bundle create --db` into an oci: layout) and restores
-// each bundle with `restore` into a fresh database on every major: into the
-// same or a newer major the catalog and every row must come out identical
-// (compared by pgsnap's version-independent queries, not pg_dump, which
-// refuses newer servers); into an older major the restore is refused before
-// any write with exit code 26, the target left empty. Each major's server
-// starts once; the pairs run in parallel.
+// each bundle with `restore` into a fresh database on every major. Every pair
+// must come out identical, the catalog and every row, compared by pgsnap's
+// version-independent queries (not pg_dump, which refuses newer servers): into
+// the same or a newer major as is, into an older one after it accepted the
+// schema up front (assisted-service's schema is accepted by every major from
+// 12, and the usual migration, OCP 4.16+ node 0 on 13 into MCE 2.4-2.10's 12,
+// needs it; docs/postgresql.md). A schema an older major cannot take is
+// refused before any write with exit code 26. Each major's server starts once;
+// the pairs run in parallel.
 func TestPostgresMajors(t *testing.T) {
 	k := harness.SharedKube(t)
 	p := harness.NewPlugin(t)
