@@ -100,12 +100,13 @@ func TestPostgresMajors(t *testing.T) {
 
 	var mu sync.Mutex
 	sources := map[int]*pgMajorSource{}
+	layouts := t.TempDir() // outlives the dump subtests
 	dumpStart := time.Now()
 	t.Run("dump", func(t *testing.T) {
 		for _, m := range pgMajors {
 			t.Run(fmt.Sprintf("pg%d", m), func(t *testing.T) {
 				t.Parallel()
-				src := dumpOnMajor(t, p, servers[m], recipient)
+				src := dumpOnMajor(t, p, servers[m], recipient, filepath.Join(layouts, fmt.Sprintf("pg%d", m)))
 				mu.Lock()
 				sources[m] = src
 				mu.Unlock()
@@ -210,8 +211,9 @@ func refusedOnOlderMajor(t *testing.T, p *harness.Plugin, k *harness.Kube, src, 
 }
 
 // dumpOnMajor seeds a database on srv with the assisted-service schema, its
-// generated data and pgMajorsExtraSQL, snapshots it and bundles it.
-func dumpOnMajor(t *testing.T, p *harness.Plugin, srv *harness.Server, recipient string) *pgMajorSource {
+// generated data and pgMajorsExtraSQL, snapshots it and bundles it into the
+// OCI layout at layout.
+func dumpOnMajor(t *testing.T, p *harness.Plugin, srv *harness.Server, recipient, layout string) *pgMajorSource {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -244,7 +246,7 @@ func dumpOnMajor(t *testing.T, p *harness.Plugin, srv *harness.Server, recipient
 	if err := db.Connect(t).QueryRow(ctx, "SHOW server_version").Scan(&version); err != nil {
 		t.Fatal(err)
 	}
-	ref := "oci:" + filepath.Join(t.TempDir(), "layout") + ":v1"
+	ref := "oci:" + layout + ":v1"
 	p.MustRun(t, "bundle", "create", "--to", ref, "--db", db.URL, "--data-dir", "", "--recipient", recipient, "-o", "json")
 	var inspect struct {
 		Metadata struct {
