@@ -353,7 +353,10 @@ func (s *Server) start(t testing.TB) {
 		"-c", "fsync=off", "-c", "full_page_writes=off",
 		// fsync=off survives a killed server (the OS keeps the pages); synchronous_commit
 		// stays on so a commit that returned is in the WAL when a test kills the server.
-		"-c", "max_connections=50", "-c", "shared_buffers=64MB")
+		"-c", "max_connections=50", "-c", "shared_buffers=64MB",
+		// Debian's build has LLVM JIT, which compiles the catalog queries of
+		// small test databases for seconds on a busy machine; the npm builds have none.
+		"-c", "jit=off")
 	p, err := StartProcess("postgres", cmd)
 	if err != nil {
 		t.Fatal(err)
