@@ -51,8 +51,10 @@ Exit codes: 0 restored; 2 usage (also a bundle that lacks a layer the restore ne
 conflict with the bundle (--existing), or a journal of this bundle was written with
 other options; 22 the CRs do not match the database rows (kube keys); 23 re-created
 resources disagree with the database (drift); 24 applying an object failed (see the
-report file); 25 cluster 0 is unreachable or lacks the CRDs; 1 anything else (also
-too little space in the data directory).`
+report file); 25 cluster 0 is unreachable or lacks the CRDs; 26 the target database
+runs an older PostgreSQL major than node 0 did and refuses the bundle's schema (tried
+in a transaction that is rolled back; an older major that accepts it is restored into,
+with a warning); 1 anything else (also too little space in the data directory).`
 
 // Exit codes of restore, beside the bundle's (3-9).
 const (
@@ -62,6 +64,7 @@ const (
 	ExitRestoreDrift          = 23 // re-created resources disagree with the rows
 	ExitRestoreApply          = 24 // an object failed to apply
 	ExitRestoreCluster        = 25 // cluster 0 unreachable or without the CRDs
+	ExitRestoreOlderPostgres  = 26 // target PostgreSQL older than the source's and refuses its schema
 )
 
 // RestoreOptions holds the inputs of `restore`.

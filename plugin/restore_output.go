@@ -63,6 +63,8 @@ func restoreError(err error) error {
 		return clierr.New(err, "Fix the cause and run the same command again: the restore resumes where it stopped.", ExitRestoreApply)
 	case errors.As(err, &unreachable), errors.As(err, &missing):
 		return clierr.New(err, "", ExitRestoreCluster)
+	case errors.Is(err, pg.ErrOlderTarget):
+		return clierr.New(err, "Restore into a database on the bundle's PostgreSQL major or a newer one (docs/postgresql.md lists which release runs which).", ExitRestoreOlderPostgres)
 	}
 	if mapped := bundleError(err); mapped != err {
 		return mapped

@@ -66,6 +66,7 @@ func TestRestoreErrorExitCodes(t *testing.T) {
 		{"apply", &journal.PhaseError{Phase: "resources", Err: &resources.ApplyError{Err: errors.New("x")}}, ExitRestoreApply},
 		{"unreachable", &resources.UnreachableError{Err: errors.New("x")}, ExitRestoreCluster},
 		{"missing CRDs", wrap(&resources.MissingAPIError{}), ExitRestoreCluster},
+		{"older PostgreSQL", wrap(&pg.OlderTargetError{SourceVersion: "16.4", SourceVersionNum: 160004, TargetVersion: "13.22", TargetVersionNum: 130022, Err: errors.New("x")}), 26},
 		{"anything else", errors.New("x"), clierr.ExitError},
 	}
 	for _, tt := range tests {

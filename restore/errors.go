@@ -16,7 +16,9 @@ import (
 //     *bundle.UnsupportedVersionError, *bundle.FormatError,
 //     *files.UnsafeEntryError (the bundle is damaged, undecryptable or not one);
 //   - database: *pg.TargetNotEmptyError (errors.Is pg.ErrTargetNotEmpty and
-//     ErrTargetNotEmpty), pg.ErrChecksumMismatch, pg.ErrCorruptStream;
+//     ErrTargetNotEmpty), *pg.OlderTargetError (errors.Is pg.ErrOlderTarget: an
+//     older PostgreSQL major that refuses the bundle's schema),
+//     pg.ErrChecksumMismatch, pg.ErrCorruptStream;
 //   - kube keys: *kubekeys.MismatchError;
 //   - resources: *resources.ConflictError, *resources.MissingAPIError,
 //     *resources.UnreachableError, *resources.ApplyError,

@@ -352,8 +352,39 @@ func (r *runner) checkDatabase(ctx context.Context) error {
 	default:
 		return err
 	}
+	return r.checkServerVersion(ctx)
+}
+
+// checkServerVersion compares the target's PostgreSQL major with the bundle's
+// source's. An older target must accept the bundle's schema, which is tried
+// there in a transaction that is rolled back; if it refuses, the restore stops
+// before any write.
+func (r *runner) checkServerVersion(ctx context.Context) error {
+	rc, err := r.b.Database(ctx)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	vc, err := pg.CheckTargetVersion(ctx, r.o.TargetDB, rc)
+	switch {
+	case errors.Is(err, pg.ErrOlderTarget):
+		return &olderTarget{err}
+	case err != nil:
+		return fmt.Errorf("check the target database's PostgreSQL version: %w", err)
+	case vc.Older:
+		r.warn("the target database runs PostgreSQL %s, older than node 0's PostgreSQL %s; it accepted the bundle's schema (tried in a transaction that was rolled back)",
+			vc.TargetVersion, vc.SourceVersion)
+	default:
+		r.check(fmt.Sprintf("target database runs PostgreSQL %s; the bundle's source ran %s", vc.TargetVersion, vc.SourceVersion))
+	}
 	return nil
 }
+
+// olderTarget adds "nothing was changed" to pg's refusal of an older server.
+type olderTarget struct{ err error }
+
+func (e *olderTarget) Error() string { return e.err.Error() + "; nothing was changed" }
+func (e *olderTarget) Unwrap() error { return e.err }
 
 // targetNotEmpty adds "nothing was changed" and ErrTargetNotEmpty to pg's refusal.
 type targetNotEmpty struct{ err error }

@@ -241,6 +241,11 @@ func tableByOID(tables []*tableDef) map[uint32]*tableDef {
 	return m
 }
 
+// readColumns reads the columns of tables. Of a column's options it keeps the
+// user-settable ones (n_distinct, n_distinct_inherited): servers may keep
+// their own, internal ones there, which no other server accepts — Debian's
+// PostgreSQL 15.20 stores a pg_attver=<number> on every column, and its own
+// pg_dump leaves it out likewise.
 func readColumns(ctx context.Context, conn *pgx.Conn, tables []*tableDef, compression bool) error {
 	compressionExpr := "''"
 	if compression {
@@ -254,7 +259,8 @@ func readColumns(ctx context.Context, conn *pgx.Conn, tables []*tableDef, compre
 				 WHERE co.oid = a.attcollation) END,
 			COALESCE(a.attstattarget::int, -1),
 			CASE WHEN a.attstorage <> ty.typstorage THEN a.attstorage::text ELSE '' END,
-			a.attoptions, `+compressionExpr+`, pg_catalog.col_description(a.attrelid, a.attnum)
+			ARRAY(SELECT o FROM pg_catalog.unnest(a.attoptions) o WHERE o NOT LIKE 'pg\_%'),
+			`+compressionExpr+`, pg_catalog.col_description(a.attrelid, a.attnum)
 		FROM pg_catalog.pg_attribute a
 		JOIN pg_catalog.pg_type ty ON ty.oid = a.atttypid
 		LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum

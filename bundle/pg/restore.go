@@ -54,7 +54,7 @@ func Restore(ctx context.Context, connString string, r io.Reader, opts RestoreOp
 		}
 	}()
 
-	_, targetVersion, err := serverVersion(ctx, conn)
+	targetVersionStr, targetVersion, err := serverVersion(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,8 @@ func Restore(ctx context.Context, connString string, r io.Reader, opts RestoreOp
 		(opts.Readback == ReadbackAuto && targetVersion/10000 != sr.header.ServerVersionNum/10000)
 	log.Debug("restore", "sourceVersion", sr.header.ServerVersionNum, "targetVersion", targetVersion, "readback", readback)
 
-	rs := &restorer{conn: conn, tx: tx, sr: sr, opts: opts, log: log, readback: readback}
+	rs := &restorer{conn: conn, tx: tx, sr: sr, opts: opts, log: log, readback: readback,
+		targetVersion: targetVersionStr, targetVersionNum: targetVersion}
 	summary, err := rs.run(ctx, pre.Objects)
 	if err != nil {
 		return nil, err
@@ -96,6 +97,21 @@ type restorer struct {
 	bytes int64
 	// readback: re-read each loaded table and compare its checksum.
 	readback bool
+	// The target server's server_version and server_version_num.
+	targetVersion    string
+	targetVersionNum int
+}
+
+// schemaErr makes a statement the target refused an *OlderTargetError when
+// the target is of an older major than the source (CheckTargetVersion finds
+// it before the restore; this covers callers that did not ask).
+func (rs *restorer) schemaErr(ctx context.Context, err error) error {
+	h := rs.sr.header
+	if err == nil || ctx.Err() != nil || rs.targetVersionNum == 0 || rs.targetVersionNum/10000 >= h.ServerVersionNum/10000 {
+		return err
+	}
+	return &OlderTargetError{SourceVersion: h.ServerVersion, SourceVersionNum: h.ServerVersionNum,
+		TargetVersion: rs.targetVersion, TargetVersionNum: rs.targetVersionNum, Err: err}
 }
 
 func (rs *restorer) progress(ev ProgressEvent) {
@@ -118,7 +134,7 @@ func (rs *restorer) run(ctx context.Context, pre []object) (*Summary, error) {
 	tables := rs.sr.header.Tables
 	rs.progress(ProgressEvent{Phase: PhaseSchema, TablesTotal: len(tables)})
 	if err := rs.execAll(ctx, pre); err != nil {
-		return nil, err
+		return nil, rs.schemaErr(ctx, err)
 	}
 
 	hashes := make([]*tableHash, len(tables))
@@ -144,7 +160,7 @@ func (rs *restorer) run(ctx context.Context, pre []object) (*Summary, error) {
 	}
 	rs.progress(ProgressEvent{Phase: PhasePostData, TablesDone: len(tables), TablesTotal: len(tables), Bytes: rs.bytes})
 	if err := rs.execAll(ctx, rs.sr.post); err != nil {
-		return nil, err
+		return nil, rs.schemaErr(ctx, err)
 	}
 	return summary, nil
 }

@@ -2,10 +2,14 @@ package harness
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
@@ -13,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,20 +122,69 @@ type Server struct {
 	DataDir string
 	SockDir string
 	BinDir  string
+	major   int
 	proc    *Process
 	runAs   []string
 }
 
 // StartPostgres initdbs and starts a private server on a free loopback port with
-// trust authentication. It runs as the postgres user when the tests run as root,
-// because PostgreSQL refuses to run as root. Stopped when t ends.
+// trust authentication, of the newest major in /usr/lib/postgresql (or
+// KUBECTL_ASSISTED_PGBIN). It runs as the postgres user when the tests run as
+// root, because PostgreSQL refuses to run as root. Stopped when t ends.
 func StartPostgres(t testing.TB) *Server {
 	t.Helper()
 	bin := PGBinDir()
 	if bin == "" {
 		Unavailable(t, "PostgreSQL server binaries", fmt.Errorf("no /usr/lib/postgresql/*/bin"))
 	}
-	s := &Server{BinDir: bin, Port: FreePort(t)}
+	return StartPostgresIn(t, bin)
+}
+
+// PGBinDirFor finds the server binaries of PostgreSQL major: the directory
+// KUBECTL_ASSISTED_PGBIN_<major> names, the tool cache's postgresql/<major>/bin
+// (test/tools/install.sh postgres), or Debian's /usr/lib/postgresql/<major>/bin.
+func PGBinDirFor(major int) (string, error) {
+	candidates := []string{
+		os.Getenv(fmt.Sprintf("KUBECTL_ASSISTED_PGBIN_%d", major)),
+		filepath.Join(CacheDir(), "postgresql", strconv.Itoa(major), "bin"),
+		filepath.Join("/usr/lib/postgresql", strconv.Itoa(major), "bin"),
+	}
+	for _, d := range candidates {
+		if d == "" {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(d, "postgres")); err == nil && !fi.IsDir() {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("no PostgreSQL %d server binaries in %s (test/tools/install.sh postgres installs them)", major, strings.Join(candidates[1:], " or "))
+}
+
+// StartPostgresMajor starts a private server of PostgreSQL major (see
+// PGBinDirFor), or skips t (fails it in CI) when its binaries are missing.
+func StartPostgresMajor(t testing.TB, major int) *Server {
+	t.Helper()
+	bin, err := PGBinDirFor(major)
+	if err != nil {
+		Unavailable(t, fmt.Sprintf("PostgreSQL %d", major), err)
+	}
+	s := StartPostgresIn(t, bin)
+	if s.Version() != major {
+		t.Fatalf("%s is PostgreSQL %d, not %d", bin, s.Version(), major)
+	}
+	return s
+}
+
+// StartPostgresIn initdbs and starts a private server from the server binaries
+// in binDir (initdb and postgres; a Debian layout or an install tree with
+// ../lib and ../share beside bin).
+func StartPostgresIn(t testing.TB, binDir string) *Server {
+	t.Helper()
+	major, err := serverMajor(binDir)
+	if err != nil {
+		Unavailable(t, "PostgreSQL server in "+binDir, err)
+	}
+	s := &Server{BinDir: binDir, Port: FreePort(t), major: major}
 	base := SharedTempDir(t, "pg")
 	s.DataDir = filepath.Join(base, "data")
 	s.SockDir = filepath.Join(base, "sock")
@@ -152,14 +206,138 @@ func StartPostgres(t testing.TB) *Server {
 			}
 		}
 		s.runAs = []string{"runuser", "-u", "postgres", "--"}
+		if s.BinDir, err = reachableBinDir(binDir); err != nil {
+			t.Fatalf("PostgreSQL binaries in %s: %v", binDir, err)
+		}
 	}
-	initdb := s.command(filepath.Join(bin, "initdb"), "-D", s.DataDir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
+	initdb := s.command(filepath.Join(s.BinDir, "initdb"), "-D", s.DataDir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
 	if out, err := initdb.CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
 	s.start(t)
 	t.Cleanup(func() { s.Stop() })
 	return s
+}
+
+// serverMajor runs `postgres --version` ("postgres (PostgreSQL) 13.23") and
+// returns the major version.
+func serverMajor(binDir string) (int, error) {
+	out, err := exec.Command(filepath.Join(binDir, "postgres"), "--version").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("postgres --version: %v: %s", err, bytes.TrimSpace(out))
+	}
+	fields := strings.Fields(string(out))
+	if len(fields) == 0 {
+		return 0, fmt.Errorf("postgres --version printed nothing")
+	}
+	v := fields[len(fields)-1]
+	major, err := strconv.Atoi(strings.SplitN(v, ".", 2)[0])
+	if err != nil {
+		return 0, fmt.Errorf("postgres --version: %q", bytes.TrimSpace(out))
+	}
+	return major, nil
+}
+
+var (
+	reachableMu   sync.Mutex
+	reachableDirs = map[string]string{}
+)
+
+// reachableBinDir returns binDir when the postgres user can run the binaries
+// there, or else a mirror of binDir's install tree (hard links, copies across
+// file systems) under the temporary directory: the tool cache sits in root's
+// home, which postgres cannot enter. The mirror is kept for later runs.
+func reachableBinDir(binDir string) (string, error) {
+	if exec.Command("runuser", "-u", "postgres", "--", "test", "-x", filepath.Join(binDir, "postgres")).Run() == nil {
+		return binDir, nil
+	}
+	reachableMu.Lock()
+	defer reachableMu.Unlock()
+	if d, ok := reachableDirs[binDir]; ok {
+		return d, nil
+	}
+	real, err := filepath.EvalSymlinks(filepath.Dir(binDir))
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(real))
+	mirror := filepath.Join(os.TempDir(), "kat-pgbin-"+filepath.Base(real)+"-"+hex.EncodeToString(sum[:4]))
+	if _, err := os.Stat(filepath.Join(mirror, ".complete")); err != nil {
+		tmp, err := os.MkdirTemp(os.TempDir(), "kat-pgbin-tmp-")
+		if err != nil {
+			return "", err
+		}
+		if err := mirrorTree(real, tmp); err != nil {
+			_ = os.RemoveAll(tmp)
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
+			_ = os.RemoveAll(tmp)
+			return "", err
+		}
+		_ = os.Chmod(tmp, 0o755)
+		if err := os.Rename(tmp, mirror); err != nil {
+			// Another test process made it first.
+			_ = os.RemoveAll(tmp)
+			if _, serr := os.Stat(filepath.Join(mirror, ".complete")); serr != nil {
+				return "", err
+			}
+		}
+	}
+	d := filepath.Join(mirror, filepath.Base(binDir))
+	reachableDirs[binDir] = d
+	return d, nil
+}
+
+// mirrorTree recreates the tree at src under dst: directories, symlinks as they
+// are, regular files hard-linked (copied when linking fails).
+func mirrorTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			if rel == "." {
+				return nil
+			}
+			return os.Mkdir(target, 0o755)
+		case info.Mode()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		default:
+			if os.Link(path, target) == nil {
+				return nil
+			}
+			return copyFile(path, target, info.Mode().Perm()|0o444)
+		}
+	})
+}
+
+func copyFile(src, dst string, mode fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 func (s *Server) command(name string, args ...string) *exec.Cmd {
@@ -175,7 +353,10 @@ func (s *Server) start(t testing.TB) {
 		"-c", "fsync=off", "-c", "full_page_writes=off",
 		// fsync=off survives a killed server (the OS keeps the pages); synchronous_commit
 		// stays on so a commit that returned is in the WAL when a test kills the server.
-		"-c", "max_connections=50", "-c", "shared_buffers=64MB")
+		"-c", "max_connections=50", "-c", "shared_buffers=64MB",
+		// Debian's build has LLVM JIT, which compiles the catalog queries of
+		// small test databases for seconds on a busy machine; the npm builds have none.
+		"-c", "jit=off")
 	p, err := StartProcess("postgres", cmd)
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +423,7 @@ func (s *Server) Restart(t testing.TB) {
 }
 
 // Version is the server's major version, e.g. 15.
-func (s *Server) Version() int { return pgMajorOf(s.BinDir) }
+func (s *Server) Version() int { return s.major }
 
 // LoadSQLFile runs a plain SQL file (such as a pg_dump) with psql against url.
 // It drops psql 15.14+ `\restrict` lines so older clients can load it too.

