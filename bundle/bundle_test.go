@@ -215,7 +215,7 @@ func TestOpen_Failures(t *testing.T) {
 			orig, _ := os.ReadFile(p)
 			defer os.WriteFile(p, orig, 0o644)
 			os.Remove(p)
-			b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}})
+			b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}, AllowUnsigned: true})
 			if err != nil {
 				t.Fatal(err)
 			}
