@@ -47,7 +47,7 @@ Exit codes: 0 restored; 2 usage (also a bundle that lacks a layer the restore ne
 directory is not empty; 21 objects on cluster 0 conflict with the bundle (--existing),
 or a journal of this bundle was written with other options; 22 the CRs do not match
 the database rows (kube keys); 23 re-created resources disagree with the database
-(drift); 24 applying an object failed (see the report file); 25 cluster 0 is
+(drift); 24 applying an object failed (the error names it; --report FILE keeps the per-object report); 25 cluster 0 is
 unreachable or lacks the CRDs; 1 anything else.`
 
 // Exit codes of restore, beside the bundle's (3-7).
@@ -137,7 +137,7 @@ func NewCmdRestore(env *Env) *cobra.Command {
 	fs.StringVar(&o.Existing, "existing", string(resources.ExistingFail), "Objects already on cluster 0 that differ from the bundle: fail (before any change), skip, or update")
 	fs.StringVar(&o.DryRun, "dry-run", string(resources.DryRunNone), "none, client (check everything, write nothing) or server (also send every object with dryRun=All)")
 	fs.BoolVar(&o.Replace, "replace", false, "Restore into a non-empty database (dropped in the restore transaction) and data directory (emptied once the new files are staged)")
-	fs.StringVar(&o.ReportFile, "report", "report.json", "Where to write the per-object report when applying resources fails; empty: nowhere")
+	fs.StringVar(&o.ReportFile, "report", "", "Write the per-object report to this file when applying resources fails (default: no file; the error names the failing object)")
 	o.Postgres.AddFlags(fs, "target")
 	o.Postgres.AddFromEnvFlag(fs, "target")
 	o.Registry.AddFlags(fs)
