@@ -25,6 +25,7 @@ import (
 //     generateControllerLogsDownloadURL: .../clusters/<id>/logs?host_id=..&logs_type=host,
 //     claim cluster_id.
 //   - internal/gencrypto/token.go LocalJWTForKey: ES256, one claim {<key>: id}.
+//
 // url.Values.Encode sorts the query keys, so api_key comes first.
 const (
 	gCluster  = "5b5b5b5b-1111-4222-8333-944444444444"
