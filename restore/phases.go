@@ -178,11 +178,18 @@ func (r *runner) ensureAuth(ctx context.Context) (journal.Counts, error) {
 	} else if _, err := auth.ReadPostgresSecret(ctx, r.cs, r.o.Namespace); err != nil {
 		r.warn("the target database connection has no password, so no postgres Secret was pre-created in %s: the operator will generate one that does not match the database", r.o.Namespace)
 	}
-	key, created, err := auth.EnsureLocalAuthSecret(ctx, r.cs, r.o.Namespace)
+	key, from, err := auth.EnsureLocalAuthSecretWith(ctx, r.cs, r.o.Namespace, r.nodeZeroKey)
 	if err != nil {
 		return nil, err
 	}
-	res.LocalAuthSecretCreated = created
+	res.LocalAuthSecretCreated = from == auth.KeyFromNodeZero || from == auth.KeyGenerated
+	res.LocalAuthKey = from
+	switch {
+	case from == auth.KeyFromCluster && r.nodeZeroKey != nil:
+		r.warn("secret %s/%s already holds another key, kept: node 0's tokens will not verify on cluster 0 (switchover hands the controller a new token)", r.o.Namespace, auth.LocalAuthSecretName)
+	case from == auth.KeyGenerated:
+		r.warn("the bundle carries no local-auth key of node 0, so cluster 0's service gets a new one: tokens node 0 issued will not verify there (switchover hands the controller a new token)")
+	}
 	r.res.key, r.res.Auth = key, res
 	if r.plan != nil {
 		r.plan.SetSigner(auth.URLSigner{Key: key})
