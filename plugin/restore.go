@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/progress"
 	"github.com/kubectl-assisted/kubectl-assisted/restore"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/resources"
 )
 
@@ -79,6 +80,7 @@ type RestoreOptions struct {
 	DryRun            string
 	Replace           bool
 	ReportFile        string
+	NoCluster         bool
 	Postgres          option.Postgres
 	Registry          option.Registry
 	Output            option.Output
@@ -109,6 +111,10 @@ func NewCmdRestore(env *Env) *cobra.Command {
   %[1]s assisted restore oci:/var/tmp/bundle:v1 --identity key.txt --recreate-resources --diff \
       --db postgres://postgres@localhost/scratch --skip-files
 
+  # Cluster 0 never came up: restore node 0's database and files elsewhere to read its logs
+  %[1]s assisted restore oci-archive:bundle.tar --identity key.txt --no-cluster \
+      --db postgres://postgres@localhost/node0 --data-dir /srv/node0-data
+
   # Check everything, change nothing
   %[1]s assisted restore oci-archive:bundle.tar --identity key.txt --db-env-file cluster0.env \
       --data-dir /mnt/data -n multicluster-engine --dry-run=server -o json`),
@@ -137,6 +143,7 @@ func NewCmdRestore(env *Env) *cobra.Command {
 	fs.StringVar(&o.Existing, "existing", string(resources.ExistingFail), "Objects already on cluster 0 that differ from the bundle: fail (before any change), skip, or update")
 	fs.StringVar(&o.DryRun, "dry-run", string(resources.DryRunNone), "none, client (check everything, write nothing) or server (also send every object with dryRun=All)")
 	fs.BoolVar(&o.Replace, "replace", false, "Restore into a non-empty database (dropped in the restore transaction) and data directory (emptied once the new files are staged)")
+	fs.BoolVar(&o.NoCluster, "no-cluster", false, "Restore the database and files without cluster 0 (implies --skip-resources; needs --db...): the journal and receipt are kept in the target database (schema "+journal.DBSchema+"), no Secret is created; for reading node 0's data elsewhere")
 	fs.StringVar(&o.ReportFile, "report", "", "Write the per-object report to this file when applying resources fails (default: no file; the error names the failing object)")
 	o.Postgres.AddFlags(fs, "target")
 	o.Postgres.AddFromEnvFlag(fs, "target")
@@ -198,6 +205,20 @@ func (o *RestoreOptions) Complete(env *Env, cmd *cobra.Command) error {
 		ro.SkipFiles = true // the drift check never touches files
 	}
 
+	if o.NoCluster {
+		switch {
+		case o.SkipDatabase || !o.Postgres.IsSet():
+			return clierr.Usagef(cmd, "--no-cluster keeps the journal in the target database: give it with --db, --db-env-file or --db-from-env")
+		case o.RecreateResources || o.Diff || o.ManifestsDir != "" || o.ServiceURL != "" || len(o.NamespaceMapping) > 0:
+			return clierr.Usagef(cmd, "--no-cluster restores the database and files only: leave out the resource flags")
+		}
+		ro.SkipResources = true
+		if ro.TargetDB, err = o.targetDB(cmd, nil, ns); err != nil {
+			return err
+		}
+		o.opts = ro
+		return nil
+	}
 	// Cluster 0 is needed for everything but a drift check or a dry run of
 	// the database and files alone with an explicit database.
 	cfg, cfgErr := env.Kube.ToRESTConfig()

@@ -39,7 +39,11 @@ func (r *runner) runPhases(ctx context.Context) error {
 	if !r.o.SkipFiles {
 		phases = append(phases, r.phase(PhaseFiles, r.restoreFiles, r.verifyFiles))
 	}
-	phases = append(phases, r.phase(PhaseAuth, r.ensureAuth, func(ctx context.Context) error { _, err := r.ensureAuth(ctx); return err }))
+	if r.cs != nil {
+		phases = append(phases, r.phase(PhaseAuth, r.ensureAuth, func(ctx context.Context) error { _, err := r.ensureAuth(ctx); return err }))
+	} else {
+		r.warn("no cluster 0: the journal and receipt are kept in %s, and no postgres or local-auth Secret is created", r.jdb.Where())
+	}
 	if !r.o.SkipResources {
 		phases = append(phases, r.phase(PhaseResources, r.applyResources, func(context.Context) error { return nil }))
 	}
@@ -53,7 +57,7 @@ func (r *runner) runPhases(ctx context.Context) error {
 	if !ranAny(r.res.Phases) {
 		// Every phase was done by an earlier run: its receipt stands as it is,
 		// so a rerun changes nothing.
-		if rec, err := journal.ReadReceipt(ctx, r.cs, r.o.Namespace, r.res.Digest); err == nil && samePhases(rec.Phases, names) {
+		if rec, err := r.readReceipt(ctx); err == nil && samePhases(rec.Phases, names) {
 			r.res.Receipt = &rec
 			r.event(Event{Type: EventSkipped, Phase: "receipt", Message: "written by an earlier run"})
 			return nil
@@ -63,12 +67,26 @@ func (r *runner) runPhases(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("build the receipt: %w", err)
 	}
-	if err := journal.WriteReceipt(ctx, r.cs, r.o.Namespace, rec); err != nil {
+	if err := r.writeReceipt(ctx, rec); err != nil {
 		return err
 	}
 	r.res.Receipt = &rec
 	r.event(Event{Type: EventDone, Phase: "receipt", Message: "receipt written: wait-for restore-complete --bundle " + r.res.Digest + " succeeds"})
 	return nil
+}
+
+func (r *runner) readReceipt(ctx context.Context) (journal.Receipt, error) {
+	if r.jdb != nil {
+		return r.jdb.ReadReceipt(ctx, r.res.Digest)
+	}
+	return journal.ReadReceipt(ctx, r.cs, r.o.Namespace, r.res.Digest)
+}
+
+func (r *runner) writeReceipt(ctx context.Context, rec journal.Receipt) error {
+	if r.jdb != nil {
+		return r.jdb.WriteReceipt(ctx, rec)
+	}
+	return journal.WriteReceipt(ctx, r.cs, r.o.Namespace, rec)
 }
 
 // phase wraps a phase with its events: verify passing means the phase is
@@ -144,6 +162,14 @@ func (r *runner) databasePhase(ctx context.Context) (*journal.Outcome, error) {
 // every check passed.
 func (r *runner) ensureJournal(ctx context.Context) error {
 	if r.j != nil {
+		return nil
+	}
+	if r.jdb != nil {
+		j, err := r.jdb.Open(ctx, r.res.Digest, r.o.fingerprint(r.recreate))
+		if err != nil {
+			return err
+		}
+		r.j = j
 		return nil
 	}
 	nss := r.cs.CoreV1().Namespaces()

@@ -47,6 +47,9 @@ type runner struct {
 	client resources.Client
 
 	j *journal.Journal
+	// jdb keeps the journal and receipt in the target database when there is
+	// no cluster.
+	jdb *journal.DB
 	// dbResume: an earlier run of this bundle started loading the database,
 	// so whatever the target holds is its own (see checkDatabase).
 	dbResume    bool
@@ -332,6 +335,22 @@ func (r *runner) connect(context.Context) error {
 // an earlier run's journal, the database, the data directory and the objects
 // on cluster 0.
 func (r *runner) checkTargets(ctx context.Context) error {
+	if r.cs == nil && !r.o.dryRun() {
+		r.jdb = &journal.DB{ConnString: r.o.TargetDB}
+		j, err := r.jdb.Peek(ctx, r.res.Digest)
+		switch {
+		case errors.Is(err, journal.ErrNoJournal):
+		case err != nil:
+			return err
+		default:
+			if j, err = r.jdb.Open(ctx, r.res.Digest, r.o.fingerprint(r.recreate)); err != nil {
+				return err
+			}
+			r.j, r.res.Resumed = j, true
+			_, r.dbResume = j.Record(PhaseDatabase)
+			_, r.filesResume = j.Record(PhaseFiles)
+		}
+	}
 	if r.cs != nil {
 		j, err := journal.Peek(ctx, r.cs, r.o.Namespace, r.res.Digest)
 		switch {
