@@ -51,13 +51,19 @@ func (s *ClusterSource) localAuthSecret(ctx context.Context) (*unstructured.Unst
 	if err != nil {
 		return nil, fmt.Errorf("list secrets %s: %w", LocalAuthSecretName, err)
 	}
-	switch len(list.Items) {
+	var found []*unstructured.Unstructured
+	for i := range list.Items {
+		if list.Items[i].GetName() == LocalAuthSecretName { // not every server filters by field
+			found = append(found, &list.Items[i])
+		}
+	}
+	switch len(found) {
 	case 0:
 		return nil, nil
 	case 1:
-		return &list.Items[0], nil
+		return found[0], nil
 	}
-	return nil, fmt.Errorf("%d secrets %s (one per assisted-service): name the service's namespace", len(list.Items), LocalAuthSecretName)
+	return nil, fmt.Errorf("%d secrets %s (one per assisted-service): name the service's namespace with --local-auth-namespace", len(found), LocalAuthSecretName)
 }
 
 // Write exports the objects into w as the layer's tar.
