@@ -19,7 +19,7 @@ func localAuthObj(t *testing.T, ns string, k *auth.KeyPair) *unstructured.Unstru
 	}
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": auth.LocalAuthSecretName, "namespace": ns},
-		"data": map[string]any{auth.KeyECPrivate: base64.StdEncoding.EncodeToString(priv), auth.KeyECPublic: base64.StdEncoding.EncodeToString(pub)}}}
+		"data":     map[string]any{auth.KeyECPrivate: base64.StdEncoding.EncodeToString(priv), auth.KeyECPublic: base64.StdEncoding.EncodeToString(pub)}}}
 }
 
 func TestTakeNodeZeroKey(t *testing.T) {
