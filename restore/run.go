@@ -337,6 +337,7 @@ func (r *runner) connect(context.Context) error {
 func (r *runner) checkTargets(ctx context.Context) error {
 	if r.cs == nil && !r.o.dryRun() {
 		r.jdb = &journal.DB{ConnString: r.o.TargetDB}
+		r.res.Namespace = "" // nothing goes to a cluster
 		j, err := r.jdb.Peek(ctx, r.res.Digest)
 		switch {
 		case errors.Is(err, journal.ErrNoJournal):
