@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -216,5 +217,54 @@ func TestHandover_RealFormURLsAndNodeZeroTokens(t *testing.T) {
 	sec2, _ := cs.CoreV1().Secrets(ns).Get(ctx, "assisted-servicelocal-auth", metav1.GetOptions{})
 	if sec2.ResourceVersion != sec.ResourceVersion {
 		t.Error("the rerun rewrote the local-auth Secret")
+	}
+}
+
+// An Agent events URL that names only host_id, with no api_key (node 0 ran
+// AUTH_TYPE none or rhsso) and no InfraEnv of the Agent in the bundle: nothing
+// tells which infra-env to sign it for on cluster 0. The restore refuses while
+// planning, before it contacts cluster 0 or writes anything (the API server in
+// the kubeconfig is not even listening).
+func TestHandover_UnsignableURLRefusedBeforeAnyWrite(t *testing.T) {
+	p := harness.NewPlugin(t)
+	identity, recipient := ageKey(t)
+	agent := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "Agent",
+		"metadata": map[string]any{"name": agentID, "namespace": "demo", "labels": map[string]any{"infraenvs.agent-install.openshift.io": "not-in-bundle"}},
+		"spec":     map[string]any{"approved": true, "clusterDeploymentName": map[string]any{"name": "single-node", "namespace": "demo"}},
+		"status": map[string]any{"debugInfo": map[string]any{
+			"eventsURL": "https://assisted.site-a.example.com/api/assisted-install/v2/events?host_id=" + agentID}},
+	}}
+	nsObj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "demo"}}}
+	src := node0Database(t, assisted.Scale{Clusters: 1, Hosts: 1, Events: 5, InventoryBytes: 100})
+	ref := "oci:" + filepath.Join(t.TempDir(), "layout") + ":v1"
+	makeBundle(t, ref, bundleRegistryNone, recipient, bundle.CreateOptions{
+		Database: pgDumpSource{src.URL}, Resources: exportedObjects([]*unstructured.Unstructured{nsObj, agent})})
+	target := emptyDatabase(t)
+	dead := filepath.Join(t.TempDir(), "dead.kubeconfig")
+	if err := os.WriteFile(dead, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u, namespace: mce}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := p.Run(t, "restore", ref, "--identity", identity, "--db", target.URL, "--skip-files",
+		"--kubeconfig", dead, "-n", "mce", "--service-url", "https://assisted.c0.example.com")
+	if r.ExitCode == 0 {
+		t.Fatalf("restore succeeded\n%s", r.Combined())
+	}
+	for _, want := range []string{"status.debugInfo.eventsURL", "infraenvs.agent-install.openshift.io", "nothing was changed"} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
+		}
+	}
+	if strings.Contains(r.Stderr, "127.0.0.1:1") {
+		t.Errorf("the restore contacted cluster 0 before refusing:\n%s", r.Stderr)
+	}
+	if n := userTables(t, target.URL); n != 0 {
+		t.Errorf("the target database has %d tables after the refusal", n)
 	}
 }
