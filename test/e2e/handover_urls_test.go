@@ -256,6 +256,7 @@ current-context: c
 	if r.ExitCode == 0 {
 		t.Fatalf("restore succeeded\n%s", r.Combined())
 	}
+	t.Logf("refusal (exit %d): %s", r.ExitCode, r.Stderr)
 	for _, want := range []string{"status.debugInfo.eventsURL", "infraenvs.agent-install.openshift.io", "nothing was changed"} {
 		if !strings.Contains(r.Stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
