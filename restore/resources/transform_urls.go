@@ -158,7 +158,7 @@ func (StatusURLs) Transform(it *Item, p *Plan) error {
 		}
 		claim, err := claimFor(u, ieFallback)
 		if err != nil {
-			return fmt.Errorf("status.%s: cannot be signed for cluster 0: %w (without --service-url the node-0 URLs are removed and cluster 0's controllers write their own)", path, err)
+			return fmt.Errorf("status.%s: cannot be signed for cluster 0: %w (without a service URL the node-0 URLs are removed and cluster 0's controllers write their own)", path, err)
 		}
 		out, err := rebase(u, p.opts.ServiceURL)
 		if err != nil {
