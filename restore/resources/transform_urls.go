@@ -176,18 +176,28 @@ func (StatusURLs) Transform(it *Item, p *Plan) error {
 }
 
 // infraEnvIDOf is the assisted-service id of obj's InfraEnv (by the
-// infraenvs label, same source namespace), read from that InfraEnv's status
-// URLs; empty when unknown.
+// infraenvs label: in obj's namespace, where the Agent controller creates
+// Agents, else the only InfraEnv of that name in the input), read from that
+// InfraEnv's status URLs; empty when unknown or ambiguous.
 func (p *Plan) infraEnvIDOf(obj *unstructured.Unstructured) string {
 	name := obj.GetLabels()[LabelInfraEnv]
 	if name == "" {
 		return ""
 	}
+	var named []*unstructured.Unstructured
 	for _, it := range p.Items {
-		if it.Source.GetKind() == "InfraEnv" && it.Source.GetName() == name && it.Source.GetNamespace() == obj.GetNamespace() {
+		if it.Source.GetKind() != "InfraEnv" || it.Source.GetName() != name {
+			continue
+		}
+		if it.Source.GetNamespace() == obj.GetNamespace() {
 			_, ie := IDsFromStatusURLs(it.Source)
 			return ie
 		}
+		named = append(named, it.Source)
+	}
+	if len(named) == 1 {
+		_, ie := IDsFromStatusURLs(named[0])
+		return ie
 	}
 	return ""
 }
