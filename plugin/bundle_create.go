@@ -29,24 +29,27 @@ const (
 
 // BundleCreateOptions holds the inputs of `bundle create`.
 type BundleCreateOptions struct {
-	To            string
-	DataDir       string
-	Exclude       []string
-	Resources     string
-	ManifestsDir  string
-	Recipients    []string
-	RecipientFile []string
-	NoEncryption  bool
-	SigningKey    string
-	Created       string
-	ServiceImage  string
-	SpoolDir      string
-	NoSpool       bool
-	Postgres      option.Postgres
-	DBTables      dbTables
-	Registry      option.Registry
-	Output        option.Output
-	Terminal      option.Terminal
+	To           string
+	DataDir      string
+	Exclude      []string
+	Resources    string
+	ManifestsDir string
+	// LocalAuthNamespace is the namespace of node 0's assisted-service, whose
+	// local-auth Secret is carried (default: found in any namespace).
+	LocalAuthNamespace string
+	Recipients         []string
+	RecipientFile      []string
+	NoEncryption       bool
+	SigningKey         string
+	Created            string
+	ServiceImage       string
+	SpoolDir           string
+	NoSpool            bool
+	Postgres           option.Postgres
+	DBTables           dbTables
+	Registry           option.Registry
+	Output             option.Output
+	Terminal           option.Terminal
 
 	// Resolved by Complete.
 	ref        oci.Reference
@@ -110,6 +113,7 @@ unless --allow-unsigned. Make a key pair with
 	fs.StringVar(&o.DataDir, "data-dir", "/data", "assisted-service's file storage directory; empty leaves the files layer out")
 	fs.StringArrayVar(&o.Exclude, "exclude", nil, "Also leave out paths under --data-dir matching this pattern (path.Match, relative, e.g. '*/logs'); installercache and disconnected-ignition* are always left out")
 	fs.StringVar(&o.Resources, "resources", resourcesNone, "Resources layer: none, or cluster (the assisted CRs of -n, or all namespaces, and the Secrets/ConfigMaps they reference, from --kubeconfig)")
+	fs.StringVar(&o.LocalAuthNamespace, "local-auth-namespace", "", "With --resources cluster and encryption: the namespace of node 0's assisted-service, whose "+resources.LocalAuthSecretName+" Secret (its token key) is carried so that cluster 0 accepts node 0's tokens (default: the only such Secret in any namespace)")
 	fs.StringVar(&o.ManifestsDir, "manifests-dir", "", "Store the agent-based installer's manifest files of this directory as the resources layer")
 	fs.StringArrayVar(&o.Recipients, "recipient", nil, "Encrypt to this age public key (age1...); repeatable")
 	fs.StringArrayVar(&o.RecipientFile, "recipients-file", nil, "Encrypt to the age public keys in this file (one per line); repeatable")
@@ -183,7 +187,7 @@ func (o *BundleCreateOptions) Complete(env *Env, cmd *cobra.Command) error {
 		if o.ManifestsDir != "" {
 			return clierr.Usagef(cmd, "--resources cluster and --manifests-dir both fill the resources layer: give one")
 		}
-		src, err := o.clusterSource(env)
+		src, err := o.clusterSource(env, len(recipients) > 0)
 		if err != nil {
 			return err
 		}
@@ -201,7 +205,7 @@ func (o *BundleCreateOptions) Complete(env *Env, cmd *cobra.Command) error {
 	return nil
 }
 
-func (o *BundleCreateOptions) clusterSource(env *Env) (*resources.ClusterSource, error) {
+func (o *BundleCreateOptions) clusterSource(env *Env, encrypted bool) (*resources.ClusterSource, error) {
 	cfg, err := env.Kube.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
@@ -219,7 +223,8 @@ func (o *BundleCreateOptions) clusterSource(env *Env) (*resources.ClusterSource,
 		}
 	}
 	o.namespaces = namespaces
-	return &resources.ClusterSource{Client: dyn, Namespaces: namespaces}, nil
+	// Node 0's local-auth key goes only into an encrypted layer.
+	return &resources.ClusterSource{Client: dyn, Namespaces: namespaces, LocalAuth: encrypted, LocalAuthNamespace: o.LocalAuthNamespace}, nil
 }
 
 // Run writes the bundle and prints the result.

@@ -632,14 +632,24 @@ func (o *MigrateOptions) switchover(ctx context.Context) (string, error) {
 	if err := o.saveHandoverToken(ctx, tok.Reveal()); err != nil {
 		return "", err
 	}
-	res, err := switchover.Run(ctx, o.client, switchover.Options{Namespace: o.ControllerNamespace, ServiceURL: o.ServiceURL, Token: tok.Reveal(), CACertPath: o.CACertPath})
+	pub, err := kp.PublicPEM()
+	if err != nil {
+		return "", err
+	}
+	// A controller token that already verifies on cluster 0 (node 0's key was
+	// carried in the bundle) is kept.
+	res, err := switchover.Run(ctx, o.client, switchover.Options{Namespace: o.ControllerNamespace, ServiceURL: o.ServiceURL, Token: tok.Reveal(), CACertPath: o.CACertPath, LocalAuthPublicKey: pub})
 	if errors.Is(err, switchover.ErrControllerNotFound) {
 		return "skipped: no assisted-installer-controller on cluster 0, nothing to switch (token left in Secret " + HandoverSecret + ")", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("controller switched to %s (%d change(s), %d pod(s) restarted)", o.ServiceURL, len(res.Changes), len(res.RestartedPods)), nil
+	kept := ""
+	if res.TokenKept {
+		kept = ", its token kept: it verifies on cluster 0"
+	}
+	return fmt.Sprintf("controller switched to %s (%d change(s), %d pod(s) restarted%s)", o.ServiceURL, len(res.Changes), len(res.RestartedPods), kept), nil
 }
 
 // clusterIDs are the bundle's clusters: from its file storage, else from the

@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/progress"
 	"github.com/kubectl-assisted/kubectl-assisted/restore"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/resources"
 )
 
@@ -50,8 +51,8 @@ Exit codes: 0 restored; 2 usage (also a bundle that lacks a layer the restore ne
 20 the target database or data directory is not empty; 21 objects on cluster 0
 conflict with the bundle (--existing), or a journal of this bundle was written with
 other options; 22 the CRs do not match the database rows (kube keys); 23 re-created
-resources disagree with the database (drift); 24 applying an object failed (see the
-report file); 25 cluster 0 is unreachable or lacks the CRDs; 26 the target database
+resources disagree with the database (drift); 24 applying an object failed (the error names
+it; --report FILE keeps the per-object report); 25 cluster 0 is unreachable or lacks the CRDs; 26 the target database
 runs an older PostgreSQL major than node 0 did and refuses the bundle's schema (tried
 in a transaction that is rolled back; an older major that accepts it is restored into,
 with a warning); 1 anything else (also too little space in the data directory).`
@@ -89,6 +90,7 @@ type RestoreOptions struct {
 	DryRun              string
 	Replace             bool
 	ReportFile          string
+	NoCluster           bool
 	Postgres            option.Postgres
 	Registry            option.Registry
 	Output              option.Output
@@ -118,6 +120,10 @@ func NewCmdRestore(env *Env) *cobra.Command {
   # Node 0 had no Kubernetes API: list where re-created CRs would disagree with the rows
   %[1]s assisted restore oci:/var/tmp/bundle:v1 --signer node0.pub --identity key.txt --recreate-resources --diff \
       --db postgres://postgres@localhost/scratch --skip-files
+
+  # Cluster 0 never came up: restore node 0's database and files elsewhere to read its logs
+  %[1]s assisted restore oci-archive:bundle.tar --identity key.txt --no-cluster \
+      --db postgres://postgres@localhost/node0 --data-dir /srv/node0-data
 
   # Check everything, change nothing
   %[1]s assisted restore oci-archive:bundle.tar --signer node0.pub --identity key.txt --db-env-file cluster0.env \
@@ -149,7 +155,8 @@ func NewCmdRestore(env *Env) *cobra.Command {
 	fs.StringVar(&o.DryRun, "dry-run", string(resources.DryRunNone), "none, client (check everything, write nothing) or server (also send every object with dryRun=All)")
 	fs.BoolVar(&o.PreserveSpecialBits, "preserve-special-bits", false, "Accept setuid, setgid and sticky bits in the files layer and restore them (refused by default)")
 	fs.BoolVar(&o.Replace, "replace", false, "Restore into a non-empty database (dropped in the restore transaction) and data directory (emptied once the new files are staged)")
-	fs.StringVar(&o.ReportFile, "report", "report.json", "Where to write the per-object report when applying resources fails; empty: nowhere")
+	fs.BoolVar(&o.NoCluster, "no-cluster", false, "Restore the database and files without cluster 0 (implies --skip-resources; needs --db...): the journal and receipt are kept in the target database (schema "+journal.DBSchema+"), no Secret is created; for reading node 0's data elsewhere")
+	fs.StringVar(&o.ReportFile, "report", "", "Write the per-object report to this file when applying resources fails (default: no file; the error names the failing object)")
 	o.Postgres.AddFlags(fs, "target")
 	o.Postgres.AddFromEnvFlag(fs, "target")
 	o.Registry.AddFlags(fs)
@@ -215,6 +222,20 @@ func (o *RestoreOptions) Complete(env *Env, cmd *cobra.Command) error {
 		ro.SkipFiles = true // the drift check never touches files
 	}
 
+	if o.NoCluster {
+		switch {
+		case o.SkipDatabase || !o.Postgres.IsSet():
+			return clierr.Usagef(cmd, "--no-cluster keeps the journal in the target database: give it with --db, --db-env-file or --db-from-env")
+		case o.RecreateResources || o.Diff || o.ManifestsDir != "" || o.ServiceURL != "" || len(o.NamespaceMapping) > 0:
+			return clierr.Usagef(cmd, "--no-cluster restores the database and files only: leave out the resource flags")
+		}
+		ro.SkipResources = true
+		if ro.TargetDB, err = o.targetDB(cmd, nil, ns); err != nil {
+			return err
+		}
+		o.opts = ro
+		return nil
+	}
 	// Cluster 0 is needed for everything but a drift check or a dry run of
 	// the database and files alone with an explicit database.
 	cfg, cfgErr := env.Kube.ToRESTConfig()

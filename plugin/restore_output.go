@@ -124,7 +124,11 @@ func printRestoreResult(w io.Writer, caller string, r *RestoreResult) error {
 	if r.DryRun != resources.DryRunNone {
 		what = "Checked (dry run " + string(r.DryRun) + ", nothing written)"
 	}
-	fmt.Fprintf(w, "%s %s\nDigest: %s  namespace: %s  resources: %s\n", what, r.Reference, r.Digest, r.Namespace, r.ResourcesFrom)
+	ns := r.Namespace
+	if ns == "" {
+		ns = "(no cluster)"
+	}
+	fmt.Fprintf(w, "%s %s\nDigest: %s  namespace: %s  resources: %s\n", what, r.Reference, r.Digest, ns, r.ResourcesFrom)
 	for _, p := range r.Phases {
 		how := "done by an earlier run"
 		if p.Ran {
@@ -145,7 +149,17 @@ func printRestoreResult(w io.Writer, caller string, r *RestoreResult) error {
 			fmt.Fprintln(w, line)
 		}
 	}
-	if r.Receipt != nil {
+	if a := r.Auth; a != nil {
+		switch a.LocalAuthKey {
+		case "node0", "node0-existing":
+			fmt.Fprintln(w, "Local-auth key: node 0's, carried in the bundle: the tokens node 0 issued verify on cluster 0")
+		case "generated":
+			fmt.Fprintln(w, "Local-auth key: new: tokens node 0 issued do not verify on cluster 0 (switchover gives the controller a new one)")
+		}
+	}
+	if r.Receipt != nil && r.Namespace == "" {
+		fmt.Fprintf(w, "Receipt written to the target database (no cluster): %s\n", r.Digest)
+	} else if r.Receipt != nil {
 		fmt.Fprintf(w, "Receipt written. On node 0: %s assisted wait-for restore-complete -n %s --bundle %s\n", caller, r.Namespace, r.Digest)
 	}
 	for _, warn := range r.Warnings {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/switchover"
 )
 
@@ -82,6 +83,7 @@ with redirects to the new one until it is stopped (Ctrl-C) or node 0 reboots.`,
 	fs.StringVar(&o.Token, "controller-token", "", "Token for the controller (default: the one the restore left in Secret "+HandoverSecret+")")
 	fs.StringVar(&o.CACertPath, "ca-cert-path", "", "Path, on the control-plane hosts, of the CA that signs the new service's certificate")
 	fs.BoolVar(&o.skipVerify, "skip-cert-verification", false, "Make the controller skip TLS verification of the new service (insecure)")
+	fs.BoolVar(&o.RotateToken, "rotate-tokens", false, "Write the restore's new token even when the controller's current one verifies on cluster 0 (node 0's key carried over)")
 	fs.BoolVar(&o.NoRestart, "no-restart", false, "Do not restart the controller's pods")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "Only print what would change")
 	fs.StringVar(&o.RedirectListen, "redirect-listen", "", "After switching, serve redirects to the new URL on this address (e.g. 0.0.0.0:8090) until stopped")
@@ -116,6 +118,15 @@ func (o *SwitchoverOptions) Complete(cmd *cobra.Command, env *Env) error {
 			return fmt.Errorf("read the restore's token: %w", err)
 		default:
 			o.Token = string(s.Data[HandoverTokenKey])
+		}
+		// The controller's current token may verify on cluster 0 already (the
+		// restore carried node 0's key): switchover then keeps it.
+		la, err := o.Client.CoreV1().Secrets(ns).Get(cmd.Context(), auth.LocalAuthSecretName, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			o.LocalAuthPublicKey = la.Data[auth.KeyECPublic]
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("read cluster 0's local-auth key: %w", err)
 		}
 	}
 	return nil
@@ -167,6 +178,9 @@ func (o *SwitchoverOptions) Run(ctx context.Context, env *Env) error {
 		}
 		for _, c := range res.Changes {
 			fmt.Fprintf(env.Streams.Out, "%s %s %s: %q -> %q\n", verb, c.Object, c.Key, c.From, c.To)
+		}
+		if res.TokenKept {
+			fmt.Fprintln(env.Streams.Out, "the controller's token verifies on cluster 0 (node 0's key was carried over): kept; --rotate-tokens replaces it")
 		}
 		if len(res.Changes) == 0 {
 			fmt.Fprintln(env.Streams.Out, "the controller already points at the new service")

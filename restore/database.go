@@ -105,6 +105,18 @@ func (r *runner) beforeCommit(ctx context.Context, tx pgx.Tx, dry bool, started 
 	if dry {
 		return errRollback
 	}
+	if r.jdb != nil {
+		// The journal lives in this database: write it through the restore
+		// transaction (whose replace may have dropped it), so it commits with
+		// the rows.
+		r.jdb.UseTx(tx)
+		defer r.jdb.UseTx(nil)
+		if r.j != nil {
+			if err := r.j.Rewrite(ctx); err != nil {
+				return err
+			}
+		}
+	}
 	if r.j == nil {
 		if err := r.ensureJournal(ctx); err != nil {
 			return err

@@ -58,8 +58,10 @@ type Options struct {
 	DataDir   string
 	SkipFiles bool
 
-	// Config reaches cluster 0. It may be nil only for a dry run or a diff
-	// that touches no cluster (SkipResources, or Diff).
+	// Config reaches cluster 0. It may be nil for a diff, or with
+	// SkipResources: a database-and-files restore without a cluster (to read
+	// node 0's data elsewhere) keeps its journal and receipt in the target
+	// database (journal.DBSchema) and creates no Secret.
 	Config *rest.Config
 	// Namespace is the assisted-service namespace on cluster 0: it receives
 	// the journal, the receipt, the postgres and local-auth Secrets, and the
@@ -148,7 +150,7 @@ func (o *Options) validate() error {
 		return bad("no data directory: give the file storage directory, or skip the files phase")
 	case o.DataDir != "" && o.SkipFiles:
 		return bad("a data directory and skipping the files phase contradict each other")
-	case o.Namespace == "":
+	case o.Namespace == "" && o.Config != nil:
 		return bad("no namespace")
 	case o.Diff && o.SkipDatabase:
 		return bad("the drift check loads the database: it cannot skip it")
@@ -158,8 +160,10 @@ func (o *Options) validate() error {
 		return bad("re-creating resources and skipping them contradict each other")
 	case o.ManifestsDir != "" && o.SkipResources:
 		return bad("install manifests only serve re-created resources, which are skipped")
-	case o.Config == nil && !o.Diff && (o.DryRun == "" || o.DryRun == resources.DryRunNone || !o.SkipResources):
-		return bad("no cluster 0 configuration: only a dry run with resources skipped, or a drift check, works without one")
+	case o.Config == nil && !o.Diff && !o.SkipResources:
+		return bad("no cluster 0 configuration: only a drift check, or a restore (or dry run) with resources skipped, works without one")
+	case o.Config == nil && !o.dryRun() && o.SkipDatabase:
+		return bad("a restore without cluster 0 keeps its journal and receipt in the target database: it cannot skip the database")
 	}
 	ro := resources.Options{Existing: o.Existing, DryRun: o.DryRun, NamespaceMapping: o.NamespaceMapping}
 	if err := ro.Validate(); err != nil {

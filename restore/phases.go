@@ -51,7 +51,11 @@ func (r *runner) runPhases(ctx context.Context) (err error) {
 	if !r.o.SkipFiles {
 		phases = append(phases, r.phase(PhaseFiles, r.restoreFiles, r.verifyFiles))
 	}
-	phases = append(phases, r.phase(PhaseAuth, r.ensureAuth, func(ctx context.Context) error { _, err := r.ensureAuth(ctx); return err }))
+	if r.cs != nil {
+		phases = append(phases, r.phase(PhaseAuth, r.ensureAuth, func(ctx context.Context) error { _, err := r.ensureAuth(ctx); return err }))
+	} else {
+		r.warn("no cluster 0: the journal and receipt are kept in %s, and no postgres or local-auth Secret is created", r.jdb.Where())
+	}
 	if !r.o.SkipResources {
 		phases = append(phases, r.phase(PhaseResources, r.applyResources, func(context.Context) error { return nil }))
 	}
@@ -62,16 +66,39 @@ func (r *runner) runPhases(ctx context.Context) (err error) {
 		return err
 	}
 	names = append(names, phases...)
+	if !ranAny(r.res.Phases) {
+		// Every phase was done by an earlier run: its receipt stands as it is,
+		// so a rerun changes nothing.
+		if rec, err := r.readReceipt(ctx); err == nil && samePhases(rec.Phases, names) {
+			r.res.Receipt = &rec
+			r.event(Event{Type: EventSkipped, Phase: "receipt", Message: "written by an earlier run"})
+			return nil
+		}
+	}
 	rec, err := r.j.Receipt(names, r.now())
 	if err != nil {
 		return fmt.Errorf("build the receipt: %w", err)
 	}
-	if err := journal.WriteReceipt(ctx, r.cs, r.o.Namespace, rec); err != nil {
+	if err := r.writeReceipt(ctx, rec); err != nil {
 		return err
 	}
 	r.res.Receipt = &rec
 	r.event(Event{Type: EventDone, Phase: "receipt", Message: "receipt written: wait-for restore-complete --bundle " + r.res.Digest + " succeeds"})
 	return nil
+}
+
+func (r *runner) readReceipt(ctx context.Context) (journal.Receipt, error) {
+	if r.jdb != nil {
+		return r.jdb.ReadReceipt(ctx, r.res.Digest)
+	}
+	return journal.ReadReceipt(ctx, r.cs, r.o.Namespace, r.res.Digest)
+}
+
+func (r *runner) writeReceipt(ctx context.Context, rec journal.Receipt) error {
+	if r.jdb != nil {
+		return r.jdb.WriteReceipt(ctx, rec)
+	}
+	return journal.WriteReceipt(ctx, r.cs, r.o.Namespace, rec)
 }
 
 // phase wraps a phase with its events: verify passing means the phase is
@@ -108,7 +135,7 @@ func (r *runner) databasePhase(ctx context.Context) (*journal.Outcome, error) {
 		if err == nil {
 			r.event(Event{Type: EventSkipped, Phase: PhaseDatabase, Message: "done by an earlier run"})
 			oc := &journal.Outcome{Phase: PhaseDatabase, Counts: rec.Counts, StartedAt: rec.StartedAt, Duration: rec.FinishedAt.Sub(rec.StartedAt).String()}
-			if r.recreate && !r.j.Done(PhaseResources) {
+			if r.recreate && !r.o.SkipResources && !r.j.Done(PhaseResources) {
 				if err := r.recreateFromTarget(ctx); err != nil {
 					return oc, err
 				}
@@ -149,6 +176,14 @@ func (r *runner) ensureJournal(ctx context.Context) error {
 	if r.j != nil {
 		return nil
 	}
+	if r.jdb != nil {
+		j, err := r.jdb.Open(ctx, r.res.Digest, r.o.fingerprint(r.recreate))
+		if err != nil {
+			return err
+		}
+		r.j = j
+		return nil
+	}
 	nss := r.cs.CoreV1().Namespaces()
 	if _, err := nss.Get(ctx, r.o.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		_, err = nss.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.o.Namespace}}, metav1.CreateOptions{})
@@ -181,11 +216,18 @@ func (r *runner) ensureAuth(ctx context.Context) (journal.Counts, error) {
 	} else if _, err := auth.ReadPostgresSecret(ctx, r.cs, r.o.Namespace); err != nil {
 		r.warn("the target database connection has no password, so no postgres Secret was pre-created in %s: the operator will generate one that does not match the database", r.o.Namespace)
 	}
-	key, created, err := auth.EnsureLocalAuthSecret(ctx, r.cs, r.o.Namespace)
+	key, from, err := auth.EnsureLocalAuthSecretWith(ctx, r.cs, r.o.Namespace, r.nodeZeroKey)
 	if err != nil {
 		return nil, err
 	}
-	res.LocalAuthSecretCreated = created
+	res.LocalAuthSecretCreated = from == auth.KeyFromNodeZero || from == auth.KeyGenerated
+	res.LocalAuthKey = from
+	switch {
+	case from == auth.KeyFromCluster && r.nodeZeroKey != nil:
+		r.warn("secret %s/%s already holds another key, kept: node 0's tokens will not verify on cluster 0 (switchover hands the controller a new token)", r.o.Namespace, auth.LocalAuthSecretName)
+	case from == auth.KeyGenerated:
+		r.warn("the bundle carries no local-auth key of node 0, so cluster 0's service gets a new one: tokens node 0 issued will not verify there (switchover hands the controller a new token)")
+	}
 	r.res.key, r.res.Auth = key, res
 	if r.plan != nil {
 		r.plan.SetSigner(auth.URLSigner{Key: key})
@@ -193,6 +235,28 @@ func (r *runner) ensureAuth(ctx context.Context) (journal.Counts, error) {
 	counts["postgresSecretCreated"] = b2i(res.PostgresSecretCreated)
 	counts["localAuthSecretCreated"] = b2i(res.LocalAuthSecretCreated)
 	return counts, nil
+}
+
+// ranAny reports whether any phase of this run did work.
+func ranAny(oc []journal.Outcome) bool {
+	for _, o := range oc {
+		if o.Ran {
+			return true
+		}
+	}
+	return false
+}
+
+func samePhases(have []string, want []journal.Phase) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for i, p := range want {
+		if have[i] != p.Name {
+			return false
+		}
+	}
+	return true
 }
 
 func b2i(b bool) int64 {

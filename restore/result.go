@@ -63,6 +63,11 @@ type DatabaseResult struct {
 type AuthResult struct {
 	PostgresSecretCreated  bool `json:"postgresSecretCreated"`
 	LocalAuthSecretCreated bool `json:"localAuthSecretCreated"`
+	// LocalAuthKey says whose key cluster 0's local-auth Secret holds: node0
+	// (carried in the bundle: node 0's tokens keep working), node0-existing
+	// (already there from an earlier run), generated (node 0's tokens do not
+	// verify) or existing (a key cluster 0 already had, kept).
+	LocalAuthKey string `json:"localAuthKey,omitempty"`
 }
 
 // ErrNoKey is returned by ClusterToken when no auth phase ran or was resumed

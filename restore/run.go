@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,9 @@ type runner struct {
 	client resources.Client
 
 	j *journal.Journal
+	// jdb keeps the journal and receipt in the target database when there is
+	// no cluster.
+	jdb *journal.DB
 	// dbResume: an earlier run of this bundle started loading the database,
 	// so whatever the target holds is its own (see checkDatabase).
 	dbResume    bool
@@ -56,6 +60,9 @@ type runner struct {
 	// the database phase (nil until then, and once moved into place).
 	staged         *files.Summary
 	createdDataDir bool // stageFiles created the data directory
+	// nodeZeroKey is node 0's local-auth key pair when the bundle carries it
+	// (its resources hold node 0's assisted-servicelocal-auth Secret).
+	nodeZeroKey *auth.KeyPair
 	// analyzed is closed when the ANALYZE started after the database commit
 	// ends; it runs beside the files, auth and resources phases.
 	analyzed chan struct{}
@@ -193,6 +200,9 @@ func (r *runner) prepareResources(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("read the resources layer: %w", err)
 		}
+		if objs, err = r.takeNodeZeroKey(objs); err != nil {
+			return err
+		}
 		mapNS := resources.Options{NamespaceMapping: r.o.NamespaceMapping}.MapNamespace
 		if r.targets, err = kubekeys.FromObjects(objs, mapNS); err != nil {
 			return fmt.Errorf("kube keys: %w; nothing was changed", err)
@@ -206,6 +216,9 @@ func (r *runner) prepareResources(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("read the resources layer: %w", err)
 		}
+		if objs, err = r.takeNodeZeroKey(objs); err != nil {
+			return err
+		}
 		r.plan, err = resources.NewPlan(objs, r.planOptions(r.o.NamespaceMapping, r.o.ClusterZero))
 		if err != nil {
 			return fmt.Errorf("plan the resources: %w; nothing was changed", err)
@@ -217,6 +230,15 @@ func (r *runner) prepareResources(ctx context.Context) error {
 		return nil
 	}
 	r.res.ResourcesFrom = ResourcesFromRecreated
+	if hasLayer && !fromManifests {
+		objs, err := r.b.Resources(ctx)
+		if err != nil {
+			return fmt.Errorf("read the resources layer: %w", err)
+		}
+		if _, err := r.takeNodeZeroKey(objs); err != nil {
+			return err
+		}
+	}
 	if r.o.SkipDatabase {
 		return &OptionsError{Err: errors.New("re-created resources are built from the restored database: the database phase cannot be skipped")}
 	}
@@ -245,6 +267,39 @@ func (r *runner) prepareResources(ctx context.Context) error {
 		r.recreateNS = ns
 	}
 	return nil
+}
+
+// takeNodeZeroKey removes node 0's local-auth Secret from the exported objects
+// (it is never applied as it is) and keeps its key pair for the auth phase.
+func (r *runner) takeNodeZeroKey(objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	out := objs[:0:0]
+	for _, o := range objs {
+		if o == nil || o.GetKind() != "Secret" || o.GetAPIVersion() != "v1" || o.GetName() != auth.LocalAuthSecretName {
+			out = append(out, o)
+			continue
+		}
+		data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+		raw := map[string][]byte{}
+		for _, k := range []string{auth.KeyECPrivate, auth.KeyECPublic} {
+			b, err := base64.StdEncoding.DecodeString(data[k])
+			if err != nil {
+				return nil, &BundleContentError{Err: fmt.Errorf("node 0's Secret %s/%s: %s is not base64; nothing was changed", o.GetNamespace(), o.GetName(), k)}
+			}
+			raw[k] = b
+		}
+		k, err := auth.KeyPairFromSecret(raw)
+		if err != nil {
+			return nil, &BundleContentError{Err: fmt.Errorf("node 0's Secret %s/%s: %w; nothing was changed", o.GetNamespace(), o.GetName(), err)}
+		}
+		if r.nodeZeroKey != nil && !r.nodeZeroKey.Equal(k) {
+			return nil, &BundleContentError{Err: fmt.Errorf("the bundle holds two different %s Secrets: which key node 0's tokens use is unknown; nothing was changed", auth.LocalAuthSecretName)}
+		}
+		r.nodeZeroKey = k
+	}
+	if r.nodeZeroKey != nil {
+		r.check("the bundle carries node 0's local-auth key: node 0's tokens will verify on cluster 0")
+	}
+	return out, nil
 }
 
 func (r *runner) planOptions(mapping map[string]string, clusterZero *resources.ObjectKey) resources.Options {
@@ -286,6 +341,23 @@ func (r *runner) connect(context.Context) error {
 // an earlier run's journal, the database, the data directory and the objects
 // on cluster 0.
 func (r *runner) checkTargets(ctx context.Context) error {
+	if r.cs == nil && !r.o.dryRun() {
+		r.jdb = &journal.DB{ConnString: r.o.TargetDB}
+		r.res.Namespace = "" // nothing goes to a cluster
+		j, err := r.jdb.Peek(ctx, r.res.Digest)
+		switch {
+		case errors.Is(err, journal.ErrNoJournal):
+		case err != nil:
+			return err
+		default:
+			if j, err = r.jdb.Open(ctx, r.res.Digest, r.o.fingerprint(r.recreate)); err != nil {
+				return err
+			}
+			r.j, r.res.Resumed = j, true
+			_, r.dbResume = j.Record(PhaseDatabase)
+			_, r.filesResume = j.Record(PhaseFiles)
+		}
+	}
 	if r.cs != nil {
 		j, err := journal.Peek(ctx, r.cs, r.o.Namespace, r.res.Digest)
 		switch {

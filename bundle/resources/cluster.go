@@ -16,9 +16,54 @@ import (
 // Namespaces is empty), the Secrets and ConfigMaps they reference, the
 // ClusterImageSets their AgentClusterInstalls name and their Namespace objects.
 // Kinds whose CRD is not installed are skipped.
+//
+// With LocalAuth it also exports the service's local-auth Secret
+// (assisted-servicelocal-auth: the key pair node 0's service signs and checks
+// its tokens with), so that cluster 0's service accepts node 0's tokens. Set
+// it only for an encrypted layer: the Secret holds a private key.
 type ClusterSource struct {
 	Client     dynamic.Interface
 	Namespaces []string
+	// LocalAuth includes the local-auth Secret: from LocalAuthNamespace, or
+	// the only one found in any namespace (none found, or no right to list
+	// Secrets everywhere: not included).
+	LocalAuth          bool
+	LocalAuthNamespace string
+}
+
+// LocalAuthSecretName is the operator's local-auth Secret
+// (agentserviceconfig_controller.go newAgentLocalAuthSecret).
+const LocalAuthSecretName = "assisted-servicelocal-auth"
+
+// localAuthSecret finds the local-auth Secret to export, or nil.
+func (s *ClusterSource) localAuthSecret(ctx context.Context) (*unstructured.Unstructured, error) {
+	if s.LocalAuthNamespace != "" {
+		o, err := s.Client.Resource(gvrSecret).Namespace(s.LocalAuthNamespace).Get(ctx, LocalAuthSecretName, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("get secret %s/%s: %w", s.LocalAuthNamespace, LocalAuthSecretName, err)
+		}
+		return o, nil
+	}
+	list, err := s.Client.Resource(gvrSecret).Namespace(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + LocalAuthSecretName})
+	if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list secrets %s: %w", LocalAuthSecretName, err)
+	}
+	var found []*unstructured.Unstructured
+	for i := range list.Items {
+		if list.Items[i].GetName() == LocalAuthSecretName { // not every server filters by field
+			found = append(found, &list.Items[i])
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("%d secrets %s (one per assisted-service): name the service's namespace with --local-auth-namespace", len(found), LocalAuthSecretName)
 }
 
 // Write exports the objects into w as the layer's tar.
@@ -102,6 +147,15 @@ func (s *ClusterSource) Collect(ctx context.Context) ([]*unstructured.Unstructur
 			return nil, fmt.Errorf("get %s %s/%s: %w", gvr.Resource, r.namespace, r.name, err)
 		}
 		out = append(out, o)
+	}
+	if s.LocalAuth {
+		o, err := s.localAuthSecret(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if o != nil {
+			out = append(out, o)
+		}
 	}
 	out = append(out, crs...)
 	for _, o := range out {

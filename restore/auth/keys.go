@@ -120,17 +120,47 @@ func parsePublicKey(publicPEM []byte) (*ecdsa.PublicKey, error) {
 	return ec, nil
 }
 
-// EnsureLocalAuthSecret makes sure the local-auth Secret of ns holds a key
-// pair and returns it with whether this call wrote it: an absent Secret is
-// created, one without either key gets both (the operator would otherwise
-// generate its own), one with both is read and checked. A Secret with only one
-// key is an error: the operator keeps it as it is and no token could validate.
+// Equal reports whether two key pairs are the same key.
+func (k *KeyPair) Equal(o *KeyPair) bool {
+	return k != nil && o != nil && k.priv.Equal(o.priv)
+}
+
+// KeyPairFromSecret reads the key pair of a local-auth Secret's data (keys
+// KeyECPrivate and KeyECPublic, PEM, as the operator writes them).
+func KeyPairFromSecret(data map[string][]byte) (*KeyPair, error) {
+	priv, pub := data[KeyECPrivate], data[KeyECPublic]
+	if len(priv) == 0 || len(pub) == 0 {
+		return nil, fmt.Errorf("the Secret lacks %s or %s", KeyECPrivate, KeyECPublic)
+	}
+	return ParseKeyPair(priv, pub)
+}
+
+// Where the key pair of cluster 0's local-auth Secret came from.
+const (
+	KeyFromNodeZero  = "node0"     // node 0's key, carried in the bundle: its tokens verify
+	KeyGenerated     = "generated" // a new key: node 0's tokens do not verify
+	KeyFromCluster   = "existing"  // the Secret already held a key, kept
+	KeyNodeZeroMatch = "node0-existing"
+)
+
+// EnsureLocalAuthSecret is EnsureLocalAuthSecretWith without a carried key.
 func EnsureLocalAuthSecret(ctx context.Context, c kubernetes.Interface, ns string) (*KeyPair, bool, error) {
+	k, from, err := EnsureLocalAuthSecretWith(ctx, c, ns, nil)
+	return k, from == KeyGenerated, err
+}
+
+// EnsureLocalAuthSecretWith makes sure the local-auth Secret of ns holds a
+// key pair and returns it with where it came from: an absent Secret, or one
+// without either key, gets carried (node 0's key from the bundle) or, when
+// carried is nil, a new key; one with both keys is read, checked and kept
+// (KeyNodeZeroMatch when it is carried's). A Secret with only one key is an
+// error: the operator keeps it as it is and no token could validate.
+func EnsureLocalAuthSecretWith(ctx context.Context, c kubernetes.Interface, ns string, carried *KeyPair) (*KeyPair, string, error) {
 	secrets := c.CoreV1().Secrets(ns)
 	for attempt := 0; attempt < 3; attempt++ {
 		cur, err := secrets.Get(ctx, LocalAuthSecretName, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, false, fmt.Errorf("read secret %s/%s: %w", ns, LocalAuthSecretName, err)
+			return nil, "", fmt.Errorf("read secret %s/%s: %w", ns, LocalAuthSecretName, err)
 		}
 		exists := err == nil
 		if exists {
@@ -140,21 +170,27 @@ func EnsureLocalAuthSecret(ctx context.Context, c kubernetes.Interface, ns strin
 			case hasPriv && hasPub:
 				k, err := ParseKeyPair(priv, pub)
 				if err != nil {
-					return nil, false, fmt.Errorf("secret %s/%s: %w", ns, LocalAuthSecretName, err)
+					return nil, "", fmt.Errorf("secret %s/%s: %w", ns, LocalAuthSecretName, err)
 				}
-				return k, false, nil
+				if k.Equal(carried) {
+					return k, KeyNodeZeroMatch, nil
+				}
+				return k, KeyFromCluster, nil
 			case hasPriv || hasPub:
-				return nil, false, fmt.Errorf("secret %s/%s holds only one of %s and %s: the operator would keep it and tokens would not validate; delete it or add the other key",
+				return nil, "", fmt.Errorf("secret %s/%s holds only one of %s and %s: the operator would keep it and tokens would not validate; delete it or add the other key",
 					ns, LocalAuthSecretName, KeyECPrivate, KeyECPublic)
 			}
 		}
-		k, err := GenerateKeyPair()
-		if err != nil {
-			return nil, false, err
+		k, from := carried, KeyFromNodeZero
+		if k == nil {
+			if k, err = GenerateKeyPair(); err != nil {
+				return nil, "", err
+			}
+			from = KeyGenerated
 		}
 		privPEM, pubPEM, err := k.PEM()
 		if err != nil {
-			return nil, false, err
+			return nil, "", err
 		}
 		if !exists {
 			s := &corev1.Secret{
@@ -172,12 +208,12 @@ func EnsureLocalAuthSecret(ctx context.Context, c kubernetes.Interface, ns strin
 			_, err = secrets.Update(ctx, upd, metav1.UpdateOptions{})
 		}
 		if err == nil {
-			return k, true, nil
+			return k, from, nil
 		}
 		if !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
-			return nil, false, fmt.Errorf("write secret %s/%s: %w", ns, LocalAuthSecretName, err)
+			return nil, "", fmt.Errorf("write secret %s/%s: %w", ns, LocalAuthSecretName, err)
 		}
 		// Someone (the operator) wrote it meanwhile: read theirs.
 	}
-	return nil, false, fmt.Errorf("secret %s/%s keeps changing under the restore", ns, LocalAuthSecretName)
+	return nil, "", fmt.Errorf("secret %s/%s keeps changing under the restore", ns, LocalAuthSecretName)
 }

@@ -162,3 +162,32 @@ func (s URLSigner) SignURL(raw, clusterID, infraEnvID string) (string, error) {
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
+
+// LocalAuthClaim checks a token the way cluster 0's assisted-service does with
+// AUTH_TYPE=local (openshift/assisted-service pkg/auth/local_authenticator.go
+// AuthAgentAuth and validateToken: golang-jwt v4, ES256 only, exp/iat/nbf when
+// present, then an infra_env_id or cluster_id string claim, infra_env_id
+// first), against the local-auth Secret's public key. It returns the claim and
+// id; the service also requires a database row with that id, which is not
+// checked here. ABI's agent-installer-local tokens ({"sub": "agentAuth"} and
+// the like) fail it whatever the key.
+func LocalAuthClaim(publicPEM []byte, token string, now time.Time) (Claim, string, error) {
+	claims, err := VerifyToken(publicPEM, token, now)
+	if err != nil {
+		return "", "", err
+	}
+	unix := now.Unix()
+	if iat, ok := claims["iat"].(float64); ok && int64(iat) > unix {
+		return "", "", errors.New("token: used before issued")
+	}
+	if nbf, ok := claims["nbf"].(float64); ok && int64(nbf) > unix {
+		return "", "", errors.New("token: not valid yet")
+	}
+	if id, ok := claims[string(ClaimInfraEnvID)].(string); ok {
+		return ClaimInfraEnvID, id, nil
+	}
+	if id, ok := claims[string(ClaimClusterID)].(string); ok {
+		return ClaimClusterID, id, nil
+	}
+	return "", "", errors.New("token: no infra_env_id or cluster_id claim (cluster 0's local auth accepts no other)")
+}

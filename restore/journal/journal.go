@@ -50,6 +50,9 @@ type Journal struct {
 	name   string
 	digest string
 	cm     *corev1.ConfigMap
+	// db, when set, keeps the journal in the target database instead (cm
+	// then only holds the data).
+	db *DB
 }
 
 // Open reads the journal of digest in namespace ns, creating it when absent.
@@ -116,6 +119,18 @@ func (j *Journal) Put(ctx context.Context, phase string, r Record) error {
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return err
+	}
+	if j.db != nil {
+		data := map[string]string{}
+		for k, v := range j.cm.Data {
+			data[k] = v
+		}
+		data[KeyPhasePrefix+phase] = string(raw)
+		if err := j.db.put(ctx, j.name, RoleJournal, data); err != nil {
+			return fmt.Errorf("record phase %s: %w", phase, err)
+		}
+		j.cm.Data = data
+		return nil
 	}
 	cms := j.c.CoreV1().ConfigMaps(j.ns)
 	for attempt := 0; ; attempt++ {

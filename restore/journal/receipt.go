@@ -51,21 +51,14 @@ func WriteReceipt(ctx context.Context, c kubernetes.Interface, ns string, r Rece
 	if err != nil {
 		return err
 	}
-	counts, err := json.Marshal(r.Counts)
+	data, err := receiptData(r)
 	if err != nil {
 		return err
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels(RoleReceipt, r.BundleDigest),
 			Annotations: map[string]string{AnnotationDigest: r.BundleDigest}},
-		Data: map[string]string{
-			KeyBundleDigest:  r.BundleDigest,
-			KeyFormatVersion: ReceiptFormatVersion,
-			KeyPhases:        strings.Join(r.Phases, ","),
-			KeyStartedAt:     r.StartedAt.UTC().Format(time.RFC3339),
-			KeyCompletedAt:   r.CompletedAt.UTC().Format(time.RFC3339),
-			KeyCounts:        string(counts),
-		},
+		Data: data,
 	}
 	cms := c.CoreV1().ConfigMaps(ns)
 	_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
@@ -81,6 +74,22 @@ func WriteReceipt(ctx context.Context, c kubernetes.Interface, ns string, r Rece
 		return fmt.Errorf("write receipt %s/%s: %w", ns, name, err)
 	}
 	return nil
+}
+
+// receiptData is a receipt as ConfigMap (or database row) data.
+func receiptData(r Receipt) (map[string]string, error) {
+	counts, err := json.Marshal(r.Counts)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{
+		KeyBundleDigest:  r.BundleDigest,
+		KeyFormatVersion: ReceiptFormatVersion,
+		KeyPhases:        strings.Join(r.Phases, ","),
+		KeyStartedAt:     r.StartedAt.UTC().Format(time.RFC3339),
+		KeyCompletedAt:   r.CompletedAt.UTC().Format(time.RFC3339),
+		KeyCounts:        string(counts),
+	}, nil
 }
 
 // ReadReceipt returns the receipt of digest in namespace ns, or an error

@@ -274,7 +274,7 @@ func (a *applier) applyStatus(ctx context.Context, it *Item) error {
 	if a.opts.DryRun == DryRunClient {
 		return nil
 	}
-	status, err := signURLs(it.Status, a.opts.Signer, it.statusClusterID, it.statusInfraEnvID)
+	status, err := signURLs(it.Status, a.opts.Signer, it.statusSign)
 	if err != nil {
 		return err
 	}

@@ -192,7 +192,7 @@ type Item struct {
 	// Notes explain what the transforms changed that a reader should know.
 	Notes []string
 
-	statusClusterID, statusInfraEnvID string // ids Status URLs are signed for
+	statusSign map[string]signFor // the claim each Status URL is signed with, by field path
 }
 
 // Key is the item's target key.

@@ -14,11 +14,14 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
 )
 
 // Names of the assisted-installer-controller's objects on the installed cluster.
@@ -54,6 +57,14 @@ type Options struct {
 	NoRestart bool
 	// DryRun computes the changes without making them.
 	DryRun bool
+	// LocalAuthPublicKey is cluster 0's local-auth public key (PEM). When set,
+	// a current controller token that cluster 0's service accepts (it was
+	// signed with node 0's key, which the restore carried over) is kept and
+	// Token is not written; RotateToken writes Token anyway.
+	LocalAuthPublicKey []byte
+	RotateToken        bool
+	// Now is the clock for token checks (default time.Now).
+	Now func() time.Time
 }
 
 // Change is one field that was (or, in a dry run, would be) changed. Values of
@@ -71,6 +82,9 @@ type Result struct {
 	Changes       []Change `json:"changes"`
 	RestartedPods []string `json:"restartedPods,omitempty"`
 	DryRun        bool     `json:"dryRun,omitempty"`
+	// TokenKept is true when the controller's token verifies on cluster 0 and
+	// was left as it is.
+	TokenKept bool `json:"tokenKept,omitempty"`
 }
 
 // ErrControllerNotFound is returned when the controller's ConfigMap does not exist:
@@ -136,10 +150,23 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 		case err != nil:
 			return nil, fmt.Errorf("read controller secret: %w", err)
 		}
-		if string(secret.Data[KeyToken]) != o.Token {
+		cur := string(secret.Data[KeyToken])
+		if secretExists && cur != "" && cur != o.Token && !o.RotateToken && len(o.LocalAuthPublicKey) > 0 {
+			now := time.Now
+			if o.Now != nil {
+				now = o.Now
+			}
+			if _, _, err := auth.LocalAuthClaim(o.LocalAuthPublicKey, cur, now()); err == nil {
+				res.TokenKept = true
+				secret = nil
+			}
+		}
+		switch {
+		case secret == nil:
+		case cur != o.Token:
 			// The token's value never enters the result.
 			res.Changes = append(res.Changes, Change{Object: "Secret/" + SecretName, Key: KeyToken, To: "(new token)"})
-		} else {
+		default:
 			secret = nil
 		}
 	}

@@ -161,8 +161,13 @@ func TestRestoreResources_OrderOwnersURLsOnRealAPIServer(t *testing.T) {
 		t.Errorf("BMH annotations = %v", bmh.GetAnnotations())
 	}
 	// Status URLs: rewritten onto the service URL, signed with the key the
-	// restore pre-provisions for the operator.
+	// restore pre-provisions for the operator and the claim the controller
+	// uses (openshift/assisted-service internal/controller/controllers:
+	// clusterdeployments_controller.go populateEventsURL signs the ACI's with
+	// cluster_id, agent_controller.go populateEventsURL the Agent's with the
+	// host's infra_env_id).
 	_, pub, _ := key.PEM()
+	wantClaim := map[string][2]string{"AgentClusterInstall": {"cluster_id", node0Cluster}, "Agent": {"infra_env_id", node0Infra}}
 	for _, o := range []*unstructured.Unstructured{aci, agent} {
 		ev, _, _ := unstructured.NestedString(o.Object, "status", "debugInfo", "eventsURL")
 		if !strings.HasPrefix(ev, serviceURL+"/api/assisted-install/v2/events?") {
@@ -172,7 +177,8 @@ func TestRestoreResources_OrderOwnersURLsOnRealAPIServer(t *testing.T) {
 		tok := ev[strings.Index(ev, "api_key=")+len("api_key="):]
 		tok, _, _ = strings.Cut(tok, "&")
 		claims, err := auth.VerifyToken(pub, tok, time.Now())
-		if err != nil || claims["cluster_id"] != node0Cluster {
+		w := wantClaim[o.GetKind()]
+		if err != nil || claims[w[0]] != w[1] {
 			t.Errorf("%s eventsURL token: claims %v err %v", o.GetKind(), claims, err)
 		}
 	}
