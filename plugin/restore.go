@@ -51,11 +51,11 @@ Exit codes: 0 restored; 2 usage (also a bundle that lacks a layer the restore ne
 20 the target database or data directory is not empty; 21 objects on cluster 0
 conflict with the bundle (--existing), or a journal of this bundle was written with
 other options; 22 the CRs do not match the database rows (kube keys); 23 re-created
-resources disagree with the database (drift); 24 applying an object failed (the error names
-it; --report FILE keeps the per-object report); 25 cluster 0 is unreachable or lacks the CRDs; 26 the target database
-runs an older PostgreSQL major than node 0 did and refuses the bundle's schema (tried
-in a transaction that is rolled back; an older major that accepts it is restored into,
-with a warning); 1 anything else (also too little space in the data directory).`
+resources disagree with the database (drift); 24 applying an object failed (the error
+names it; --report FILE keeps the per-object report); 25 cluster 0 is unreachable or
+lacks the CRDs; 26 the target database runs an older PostgreSQL major than node 0 did
+and refuses the bundle's schema (tried in a transaction that is rolled back; an older
+major that accepts it is restored into, with a warning); 1 anything else (also too little space in the data directory).`
 
 // Exit codes of restore, beside the bundle's (3-9).
 const (
