@@ -55,7 +55,8 @@ resources disagree with the database (drift); 24 applying an object failed (the 
 names it; --report FILE keeps the per-object report); 25 cluster 0 is unreachable or
 lacks the CRDs; 26 the target database runs an older PostgreSQL major than node 0 did
 and refuses the bundle's schema (tried in a transaction that is rolled back; an older
-major that accepts it is restored into, with a warning); 1 anything else (also too little space in the data directory).`
+major that accepts it is restored into, with a warning); 1 anything else (also too
+little space in the data directory).`
 
 // Exit codes of restore, beside the bundle's (3-9).
 const (
