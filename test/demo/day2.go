@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -53,10 +52,9 @@ const mcsCA = "-----BEGIN CERTIFICATE-----\nMIIBdemoMachineConfigServerCA0000000
 // objects, the release payload on a mirror whose machine-os-images holds the
 // fixture ISO), then `add-nodes create` for one extra worker.
 func (d *demo) addNodes(s *stepRun) error {
-	fixture := filepath.Join(harness.SharedDir(), "fixtures", "iso", baseISOFixture)
-	iso, err := exec.Command("xz", "-dc", fixture).Output()
+	iso, err := os.ReadFile(harness.LiveISO(d.r, baseISOFixture))
 	if err != nil {
-		return fmt.Errorf("decompress the base ISO fixture %s (needs xz): %w", fixture, err)
+		return fmt.Errorf("base ISO like %s: %w", baseISOFixture, err)
 	}
 	rel := synthetic.PushRelease(d.r, synthetic.ReleaseOptions{
 		Host: d.mirror.Host, ReleaseRepo: "openshift-release-dev/ocp-release", ArtRepo: "openshift-release-dev/ocp-v4.0-art-dev",
