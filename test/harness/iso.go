@@ -48,3 +48,13 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// ExampleCRsDir is the directory of example custom resources the e2e tests
+// build on: ../shared/fixtures/crs (the upstream examples) when present, else
+// the project's own examples in test/harness/examples (same file names).
+func ExampleCRsDir() string {
+	if d := filepath.Join(SharedDir(), "fixtures", "crs"); fileExists(filepath.Join(d, "agentClusterInstall.yaml")) {
+		return d
+	}
+	return filepath.Join(RepoRoot(), "test", "harness", "examples")
+}
