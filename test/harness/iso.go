@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kubectl-assisted/kubectl-assisted/day2/iso/isofixture"
@@ -25,6 +26,7 @@ func LiveISO(t testing.TB, name string) string {
 }
 
 func liveISO(dir, name string) (string, error) {
+	name = strings.TrimSuffix(name, ".xz")
 	if shared := filepath.Join(SharedDir(), "fixtures", "iso", name+".xz"); fileExists(shared) {
 		raw, err := exec.Command("xz", "-dc", shared).Output()
 		if err != nil {
