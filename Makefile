@@ -28,6 +28,13 @@ GOBUILD    := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
 E2E_TIMEOUT ?= 75m
 FUZZ_TIME   ?= 10s
+# Minimizing each new-coverage input may take up to 60 s by default, which is
+# where a 10 s fuzz run used to go (19 inputs executed); a bounded minimization
+# leaves the time to fuzzing. A failing input is still written, less minimized.
+FUZZ_MINIMIZE_TIME ?= 100x
+# gotest turns `go test -json` into plain output plus a summary, and fails a
+# CI=true run on any skipped test.
+GOTEST := $(BIN_DIR)/gotest
 
 .PHONY: help
 help: ## Show this help
@@ -44,32 +51,55 @@ install: build ## Install kubectl-assisted into $(PREFIX)/bin (for users without
 	@echo "installed $(PREFIX)/bin/kubectl-assisted; make sure $(PREFIX)/bin is on PATH, then run: kubectl assisted version"
 
 .PHONY: tools
-tools: ## Install test components (apt packages, Go-built kube-apiserver/etcd/oras/krew/ignition-validate) into $(CACHE)
-	test/tools/install.sh all >/dev/null
+tools: ## Install test components (apt packages; Go-built kube-apiserver, kubectl, etcd, oras, krew, age, ignition-validate; generated CRDs) into $(CACHE)
+	test/tools/install.sh all
 
 .PHONY: test
-test: tools build ## Run all tests: unit, fuzz (short), integration and end-to-end against real components
-	$(MAKE) --no-print-directory test-unit
-	$(MAKE) --no-print-directory test-fuzz
-	$(MAKE) --no-print-directory test-e2e
+test: ## Run all tests: unit, fuzz (short), integration and end-to-end against real components
+	@start=$$(date +%s); \
+	echo "== make tools and compiling the tests, side by side"; \
+	$(MAKE) --no-print-directory -j2 --output-sync=line tools test-compile; \
+	echo "== end-to-end tests beside unit tests and fuzzing"; \
+	$(MAKE) --no-print-directory -j2 --output-sync=line test-e2e test-unit-fuzz; \
+	echo "== make test passed in $$(( $$(date +%s) - start )) s"
+
+.PHONY: test-compile
+test-compile: build $(GOTEST) ## Compile every test binary into the build cache (make test overlaps it with make tools)
+	@go test -count=1 -run '^$$' ./... | grep -v -e 'no tests to run' -e 'no test files' || true
+	@cd test && go test -count=1 -run '^$$' ./... | grep -v -e 'no tests to run' -e 'no test files' || true
+
+$(GOTEST): test/tools/gotest/main.go
+	cd test && CGO_ENABLED=0 go build -o $(GOTEST) ./tools/gotest
+
+.PHONY: test-unit-fuzz
+test-unit-fuzz:
+	@$(MAKE) --no-print-directory test-unit
+	@$(MAKE) --no-print-directory test-fuzz
 
 .PHONY: test-unit
-test-unit: ## Run the fast unit tests (no external components)
-	go test -count=1 ./...
+test-unit: $(GOTEST) ## Run the fast unit tests (no external components)
+	go test -json -count=1 ./... | $(GOTEST)
 
 .PHONY: test-fuzz
-test-fuzz: ## Run every fuzz target for FUZZ_TIME each
+test-fuzz: ## Run every fuzz target for FUZZ_TIME each; a failure prints its output and the reproducer
 	@targets=$$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^./test/' | xargs -r -n1 dirname | sort -u || true); \
+	failed=""; log=$$(mktemp); \
 	for d in $$targets; do \
 	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$d/*_test.go | sed 's/func //'); do \
-	    echo "fuzz $$d $$f ($(FUZZ_TIME))"; \
-	    go test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZ_TIME) $$d >/dev/null; \
+	    if go test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZ_TIME) -fuzzminimizetime=$(FUZZ_MINIMIZE_TIME) $$d >$$log 2>&1; then \
+	      echo "fuzz $$d $$f ($(FUZZ_TIME)): ok, $$(grep -o 'execs: [0-9]*' $$log | tail -1 | sed 's/execs: //') inputs"; \
+	    else \
+	      echo "fuzz $$d $$f ($(FUZZ_TIME)): FAILED"; sed 's/^/    /' $$log; \
+	      echo "    reproducer: $$(ls -t $$d/testdata/fuzz/$$f/* 2>/dev/null | head -1) (go test -run '$$f/<file name>' $$d)"; \
+	      failed="$$failed $$f"; \
+	    fi; \
 	  done; \
-	done
+	done; rm -f $$log; \
+	if [ -n "$$failed" ]; then echo "fuzz targets failed:$$failed"; exit 1; fi
 
 .PHONY: test-e2e
-test-e2e: build ## Run integration and end-to-end tests (real PostgreSQL, registries, kube-apiserver, kubectl)
-	cd test && KUBECTL_ASSISTED_BIN=$(BIN) KUBECTL_ASSISTED_VERSION=$(VERSION) go test -count=1 -timeout $(E2E_TIMEOUT) ./...
+test-e2e: build $(GOTEST) ## Run integration and end-to-end tests (real PostgreSQL, registries, kube-apiserver, kubectl)
+	cd test && KUBECTL_ASSISTED_BIN=$(BIN) KUBECTL_ASSISTED_VERSION=$(VERSION) go test -json -count=1 -timeout $(E2E_TIMEOUT) ./... | $(GOTEST)
 
 .PHONY: bench
 bench: tools build ## Benchmarks: ratios against pg_dump/pg_restore, oras and cp on the same data

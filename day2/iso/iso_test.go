@@ -2,30 +2,65 @@ package iso
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-assisted/kubectl-assisted/day2/iso/isofixture"
 )
 
-// fixtures decompresses the coreos-installer live-ISO fixtures (shared test
-// data beside the repository) into a temp dir; it skips when they are absent.
-func fixtures(t *testing.T) map[string]string {
+// fixture is one live ISO a test runs against: a synthetic one the test built
+// with xorriso (isofixture, with what its layout declares, measured by
+// xorriso), or a coreos-installer fixture from ../shared when present.
+type fixture struct {
+	path     string
+	built    *isofixture.Fixture // nil for a shared fixture
+	hasKargs bool
+}
+
+// fixtures builds a synthetic ISO of every layout the day-2 code supports and
+// adds the coreos-installer fixtures of ../shared/fixtures/iso when present.
+func fixtures(t *testing.T) map[string]fixture {
+	t.Helper()
+	out := t.TempDir()
+	m := map[string]fixture{}
+	for _, l := range isofixture.Layouts {
+		f, err := isofixture.Build(out, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m["synthetic-"+string(l)] = fixture{path: f.Path, built: f, hasKargs: f.HasKargs()}
+	}
+	for name, p := range sharedFixtures(t, out) {
+		m[name] = fixture{path: p, hasKargs: !strings.Contains(name, "2020-09") && name != "embed-areas-2023-03.s390x.iso"}
+	}
+	return m
+}
+
+// synthetic builds one synthetic ISO of layout l.
+func synthetic(t *testing.T, l isofixture.Layout) *isofixture.Fixture {
+	t.Helper()
+	f, err := isofixture.Build(t.TempDir(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// sharedFixtures decompresses the coreos-installer live-ISO fixtures of
+// ../shared (KUBECTL_ASSISTED_SHARED) into out; none when they are absent.
+func sharedFixtures(t *testing.T, out string) map[string]string {
 	t.Helper()
 	dir := os.Getenv("KUBECTL_ASSISTED_SHARED")
 	if dir == "" {
 		dir = filepath.Join("..", "..", "..", "shared")
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "fixtures", "iso", "embed-areas-*.iso.xz"))
-	if len(files) == 0 {
-		t.Skip("no ISO fixtures in " + dir)
-	}
-	if _, err := exec.LookPath("xz"); err != nil {
-		t.Skip("xz not installed")
-	}
-	out := t.TempDir()
 	m := map[string]string{}
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".xz")
@@ -49,9 +84,9 @@ func TestIgnitionArea_AllFixtureLayouts(t *testing.T) {
 		"embed-areas-2020-09.iso":        {45 * 2048, 262144},
 		"embed-areas-2023-07.x86_64.iso": {139264, 262144},
 	}
-	for name, p := range fixtures(t) {
+	for name, fx := range fixtures(t) {
 		t.Run(name, func(t *testing.T) {
-			f, err := os.Open(p)
+			f, err := os.Open(fx.path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,6 +98,29 @@ func TestIgnitionArea_AllFixtureLayouts(t *testing.T) {
 			a, err := IgnitionArea(im)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if b := fx.built; b != nil {
+				if w := (Area{b.IgnitionOffset, b.IgnitionLength}); a != w {
+					t.Fatalf("area = %+v, want %+v (xorriso report_lba + the layout's declaration)", a, w)
+				}
+				k, err := KargsAreas(im)
+				if !b.HasKargs() {
+					if !errors.Is(err, ErrNoKargsArea) {
+						t.Fatalf("kargs on a layout without them: %v", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				var offs []int64
+				for _, r := range k.Regions {
+					offs = append(offs, r.Offset)
+				}
+				if fmt.Sprint(offs) != fmt.Sprint(b.KargsOffsets) || k.Size != isofixture.KargsAreaSize || k.Default != isofixture.DefaultKargs {
+					t.Fatalf("kargs = %+v (offsets %v), want offsets %v size %d default %q", k, offs, b.KargsOffsets, isofixture.KargsAreaSize, isofixture.DefaultKargs)
+				}
+				return
 			}
 			if w, ok := want[name]; ok && a != w {
 				t.Fatalf("area = %+v, want %+v", a, w)
@@ -85,15 +143,15 @@ func TestIgnitionArea_AllFixtureLayouts(t *testing.T) {
 
 func TestPrepare_RoundTripEveryLayout(t *testing.T) {
 	ign := []byte(`{"ignition":{"version":"3.4.0"}}`)
-	for name, p := range fixtures(t) {
+	for name, fx := range fixtures(t) {
 		for _, c := range []Compression{XZ, Gzip} {
 			t.Run(name+"/"+string(c), func(t *testing.T) {
-				base, err := os.ReadFile(p)
+				base, err := os.ReadFile(fx.path)
 				if err != nil {
 					t.Fatal(err)
 				}
 				cust := Customization{Ignition: ign, Compression: c}
-				hasKargs := !strings.Contains(name, "2020-09") && name != "embed-areas-2023-03.s390x.iso"
+				hasKargs := fx.hasKargs
 				if hasKargs {
 					cust.KargsAppend = []string{"fips=1"}
 				}
@@ -146,7 +204,7 @@ func TestPrepare_RoundTripEveryLayout(t *testing.T) {
 }
 
 func TestPrepare_KeepsOtherMembersAndRefusesWhatDoesNotFit(t *testing.T) {
-	p := fixtures(t)["embed-areas-2023-07.x86_64.iso"]
+	p := synthetic(t, isofixture.IgnInfoKargsJSONPadEnd).Path
 	base, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -192,12 +250,16 @@ func TestPrepare_KeepsOtherMembersAndRefusesWhatDoesNotFit(t *testing.T) {
 }
 
 func TestPrepare_FIPSOnImageWithoutKargsArea(t *testing.T) {
-	p := fixtures(t)["embed-areas-2023-03.s390x.iso"]
-	f, _ := os.Open(p)
-	defer f.Close()
-	_, err := Prepare(f, Customization{Ignition: []byte("{}"), KargsAppend: []string{"fips=1"}})
-	if err == nil || !strings.Contains(err.Error(), "no kernel-argument embed area") {
-		t.Fatalf("err = %v", err)
+	for _, l := range []isofixture.Layout{isofixture.S390xCdboot, isofixture.LegacyIgnitionHeader} {
+		f, err := os.Open(synthetic(t, l).Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Prepare(f, Customization{Ignition: []byte("{}"), KargsAppend: []string{"fips=1"}})
+		f.Close()
+		if err == nil || !strings.Contains(err.Error(), "no kernel-argument embed area") {
+			t.Fatalf("%s: err = %v", l, err)
+		}
 	}
 }
 
@@ -206,13 +268,9 @@ func TestPrepare_NotALiveISO(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not an ISO9660") {
 		t.Fatalf("err = %v", err)
 	}
-	dir := os.Getenv("KUBECTL_ASSISTED_SHARED")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared")
-	}
-	raw, err := exec.Command("xz", "-dc", filepath.Join(dir, "fixtures", "iso", "synthetic.iso.xz")).Output()
+	raw, err := os.ReadFile(synthetic(t, isofixture.NotLive).Path)
 	if err != nil {
-		t.Skip("synthetic fixture unavailable")
+		t.Fatal(err)
 	}
 	_, err = Prepare(bytes.NewReader(raw), Customization{})
 	if err == nil || !strings.Contains(err.Error(), "no Ignition embed area") {
@@ -263,7 +321,7 @@ func (m *memFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func TestWritePXE_InitrdCarriesIgnitionAndIPXEBootsIt(t *testing.T) {
-	p := fixtures(t)["embed-areas-2023-07.x86_64.iso"]
+	p := synthetic(t, isofixture.IgnInfoKargsJSONPadEnd).Path
 	dir := t.TempDir()
 	res, err := WritePXE(p, PXEOptions{Dir: dir, Prefix: "node", Arch: "x86_64", BaseURL: "http://pxe.example/x/", Checksum: true,
 		Customization: Customization{Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`), KargsAppend: []string{"fips=1"}}})

@@ -14,8 +14,10 @@ type namespaceRef struct {
 }
 
 // NamespaceRefs are the namespace fields inside specs that a namespace mapping
-// rewrites, read from the CRDs in ../shared/crds (every spec property named
-// "namespace"). Velero's namespace mapping misses exactly these.
+// rewrites: every spec property named "namespace" of the upstream CRDs of the
+// moved kinds (test/harness TestNamespaceRefs_CoverTheCRDs checks the list
+// against the CRDs the suite installs). Velero's namespace mapping misses
+// exactly these.
 var NamespaceRefs = []namespaceRef{
 	{"agent-install.openshift.io", "Agent", []string{"spec", "clusterDeploymentName", "namespace"}},
 	{"agent-install.openshift.io", "Agent", []string{"spec", "ignitionEndpointTokenReference", "namespace"}},

@@ -1,5 +1,6 @@
-// Package assisted loads the real assisted-service schema (the pg_dump in
-// ../shared/fixtures) and fills it with realistic, deterministic data at any
+// Package assisted loads the assisted-service schema (the real pg_dump in
+// ../shared/fixtures when present, else the project's own DDL of the same
+// tables, harness.AssistedSchemaPath) and fills it with realistic, deterministic data at any
 // scale: clusters, infra-envs, hosts with big inventory JSON text, events,
 // networks and VIPs with inet/cidr, monitored operators with text[],
 // soft-deleted rows, NULL next to empty strings. Data is made by the server

@@ -41,7 +41,7 @@ func benchISO(b *bench) error {
 	}
 	dir := b.TempDir()
 	small := filepath.Join(dir, "small.iso")
-	raw, err := exec.Command("xz", "-dc", filepath.Join(harness.SharedDir(), "fixtures", "iso", "embed-areas-2023-07.x86_64.iso.xz")).Output()
+	raw, err := os.ReadFile(harness.LiveISO(b, "embed-areas-2023-07.x86_64.iso"))
 	if err != nil {
 		return fmt.Errorf("fixture: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -12,9 +11,11 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/test/synthetic"
 )
 
-// baseISOFixture is a real live-ISO layout (coreos-installer's fixture) that
-// stands for RHCOS in the release payload's machine-os-images.
-const baseISOFixture = "embed-areas-2023-07.x86_64.iso.xz"
+// baseISOFixture names the live-ISO layout (coreos-installer's fixture of
+// that name when ../shared has it, else a synthetic ISO of the same layout,
+// harness.LiveISO) that stands for RHCOS in the release payload's
+// machine-os-images.
+const baseISOFixture = "embed-areas-2023-07.x86_64.iso"
 
 const nodesConfig = `hosts:
 - hostname: worker-0
@@ -53,16 +54,16 @@ const mcsCA = "-----BEGIN CERTIFICATE-----\nMIIBdemoMachineConfigServerCA0000000
 // objects, the release payload on a mirror whose machine-os-images holds the
 // fixture ISO), then `add-nodes create` for one extra worker.
 func (d *demo) addNodes(s *stepRun) error {
-	fixture := filepath.Join(harness.SharedDir(), "fixtures", "iso", baseISOFixture)
-	iso, err := exec.Command("xz", "-dc", fixture).Output()
+	isoPath := harness.LiveISO(d.r, baseISOFixture)
+	iso, err := os.ReadFile(isoPath)
 	if err != nil {
-		return fmt.Errorf("decompress the base ISO fixture %s (needs xz): %w", fixture, err)
+		return fmt.Errorf("base ISO like %s: %w", baseISOFixture, err)
 	}
 	rel := synthetic.PushRelease(d.r, synthetic.ReleaseOptions{
 		Host: d.mirror.Host, ReleaseRepo: "openshift-release-dev/ocp-release", ArtRepo: "openshift-release-dev/ocp-v4.0-art-dev",
 		ISOs: map[string][]byte{"x86_64": iso},
 	})
-	s.say("release payload %s pushed to the mirror (machine-os-images holds %s, %s)", rel.Ref, baseISOFixture, humanBytes(int64(len(iso))))
+	s.say("release payload %s pushed to the mirror (machine-os-images holds %s, a live ISO like %s, %s)", rel.Ref, filepath.Base(isoPath), baseISOFixture, humanBytes(int64(len(iso))))
 
 	var nodes []synthetic.Node
 	for _, m := range masters {

@@ -27,18 +27,11 @@ func requireISOTools(t *testing.T) {
 	}
 }
 
-// fixtureISO decompresses a coreos-installer fixture ISO into a temp dir.
+// fixtureISO is a live ISO with the layout of a coreos-installer fixture: the
+// real one from ../shared when present, else a synthetic one built with xorriso.
 func fixtureISO(t *testing.T, name string) string {
 	t.Helper()
-	raw, err := exec.Command("xz", "-dc", filepath.Join(harness.SharedDir(), "fixtures", "iso", name+".xz")).Output()
-	if err != nil {
-		t.Fatalf("xz -dc %s: %v", name, err)
-	}
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return harness.LiveISO(t, name)
 }
 
 // isoExtract extracts one file of an ISO with xorriso; ok is false when absent.

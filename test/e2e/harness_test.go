@@ -91,7 +91,7 @@ func TestHarness_KubeAPIValidatesWithRealCRDs(t *testing.T) {
 	ns := k.Namespace(t)
 	dc := k.Dynamic(t)
 	aci := schema.GroupVersionResource{Group: "extensions.hive.openshift.io", Version: "v1beta1", Resource: "agentclusterinstalls"}
-	objs, err := harness.ReadObjects(filepath.Join(harness.SharedDir(), "fixtures", "crs", "agentClusterInstall.yaml"))
+	objs, err := harness.ReadObjects(filepath.Join(harness.ExampleCRsDir(), "agentClusterInstall.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ var added = map[string]string{
 // them as assisted-service would (real rows, real schema), re-creates the CRs
 // from the rows and compares the spec fields.
 func TestRecreate_RoundTripFixtures(t *testing.T) {
-	dir := filepath.Join(harness.SharedDir(), "fixtures", "crs")
+	dir := harness.ExampleCRsDir()
 	acis, err := filepath.Glob(filepath.Join(dir, "agentClusterInstall*.yaml"))
 	if err != nil || len(acis) == 0 {
 		t.Fatalf("no AgentClusterInstall fixtures in %s: %v", dir, err)

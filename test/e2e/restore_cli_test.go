@@ -232,7 +232,7 @@ func TestRestoreCLI_ExportedBundleIntoCluster0(t *testing.T) {
 // assistedPullSecretB64 is the fixture pull secret's data as stored in the Secret.
 func assistedPullSecretB64(t *testing.T) string {
 	t.Helper()
-	objs, err := harness.ReadObjects(filepath.Join(harness.SharedDir(), "fixtures", "crs", "pullsecret.yaml"))
+	objs, err := harness.ReadObjects(filepath.Join(harness.ExampleCRsDir(), "pullsecret.yaml"))
 	if err != nil || len(objs) == 0 {
 		t.Fatal(err)
 	}

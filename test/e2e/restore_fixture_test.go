@@ -23,7 +23,7 @@ const (
 // node0Hosts are what a surviving node-0 URL would contain.
 var node0Hosts = []string{"192.168.111.80", "assisted-service.assisted-installer.com", node0Token}
 
-// node0Export builds, from the example CRs in ../shared/fixtures/crs, what
+// node0Export builds, from the example CRs (harness.ExampleCRsDir), what
 // node 0's API would export: status with node-0 URLs, server fields and owner
 // references with node-0 UIDs. The fixtures are separate examples; the test
 // ties them into one cluster (the SNO ClusterDeployment "single-node", its ACI,
@@ -33,7 +33,7 @@ var node0Hosts = []string{"192.168.111.80", "assisted-service.assisted-installer
 func node0Export(t *testing.T, id string) []*unstructured.Unstructured {
 	t.Helper()
 	load := func(file string) []*unstructured.Unstructured {
-		objs, err := harness.ReadObjects(filepath.Join(harness.SharedDir(), "fixtures", "crs", file))
+		objs, err := harness.ReadObjects(filepath.Join(harness.ExampleCRsDir(), file))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 // Package fakehost plays a new host booted from the add-nodes ISO, for tests of
 // `add-nodes monitor`: its local assisted-service REST API (responses checked
-// against the swagger spec of ../shared/fixtures), its kubelet port, and its
+// against the swagger spec: the real one in ../shared/fixtures when present,
+// else the own subset beside it), its kubelet port, and its
 // kubelet's CSRs and Node, created in the real API server as the identities a
 // real kubelet uses.
 package fakehost

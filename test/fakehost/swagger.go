@@ -14,10 +14,46 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
 )
 
-// Swagger is the assisted-service REST API spec (swagger 2.0) of
-// ../shared/fixtures/assisted-service-swagger.yaml, for checking responses.
+// Swagger is the assisted-service REST API spec (swagger 2.0), for checking
+// the fake's responses: the real spec of
+// ../shared/fixtures/assisted-service-swagger.yaml when present, else the
+// project's own minimal schema of what the fake serves
+// (assisted-swagger-subset.yaml beside this file).
 type Swagger struct {
+	// Source is the file the definitions came from.
+	Source      string
 	definitions map[string]any
+}
+
+// RealSwaggerPath is the real spec in ../shared, or "" when absent.
+func RealSwaggerPath() string {
+	p := filepath.Join(harness.SharedDir(), "fixtures", "assisted-service-swagger.yaml")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// OwnSwaggerPath is the project's own minimal schema of what the fake serves.
+func OwnSwaggerPath() string {
+	return filepath.Join(harness.RepoRoot(), "test", "fakehost", "assisted-swagger-subset.yaml")
+}
+
+// ReadSwagger reads the definitions of a swagger file.
+func ReadSwagger(path string) (*Swagger, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("assisted-service swagger %s: %w", path, err)
+	}
+	defs, _ := doc["definitions"].(map[string]any)
+	if len(defs) == 0 {
+		return nil, fmt.Errorf("assisted-service swagger %s has no definitions", path)
+	}
+	return &Swagger{Source: path, definitions: defs}, nil
 }
 
 var (
@@ -26,25 +62,15 @@ var (
 	swaggerErr  error
 )
 
-// LoadSwagger reads the shared spec once per test process.
+// LoadSwagger reads the spec once per test process: the real one when
+// present, else the own subset.
 func LoadSwagger() (*Swagger, error) {
 	swaggerOnce.Do(func() {
-		b, err := os.ReadFile(filepath.Join(harness.SharedDir(), "fixtures", "assisted-service-swagger.yaml"))
-		if err != nil {
-			swaggerErr = err
-			return
+		p := RealSwaggerPath()
+		if p == "" {
+			p = OwnSwaggerPath()
 		}
-		var doc map[string]any
-		if err := yaml.Unmarshal(b, &doc); err != nil {
-			swaggerErr = fmt.Errorf("assisted-service swagger: %w", err)
-			return
-		}
-		defs, _ := doc["definitions"].(map[string]any)
-		if len(defs) == 0 {
-			swaggerErr = fmt.Errorf("assisted-service swagger has no definitions")
-			return
-		}
-		swagger = &Swagger{definitions: defs}
+		swagger, swaggerErr = ReadSwagger(p)
 	})
 	return swagger, swaggerErr
 }

@@ -77,7 +77,7 @@ func SharedKube(t testing.TB) *Kube {
 		}
 	})
 	if sharedKubeErr != nil {
-		Unavailable(t, "kube-apiserver", sharedKubeErr)
+		Unavailable(t, "test Kubernetes API server", sharedKubeErr)
 	}
 	return sharedKube
 }
@@ -104,33 +104,42 @@ func defaultUsers() []TokenUser {
 	return users
 }
 
-func startKube() (k *Kube, err error) {
+// startKube starts etcd and kube-apiserver and installs the CRDs. An error names
+// the component that failed and why; whatever did start is stopped again.
+func startKube() (*Kube, error) {
 	apiBin, err := Tool("kube-apiserver")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kube-apiserver binary: %w", err)
 	}
 	etcdBin, err := Tool("etcd")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("etcd binary: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "kat-kube-")
 	if err != nil {
+		return nil, fmt.Errorf("kube-apiserver data directory: %w", err)
+	}
+	k := &Kube{Dir: dir, Users: map[string]TokenUser{}}
+	if err := k.start(apiBin, etcdBin); err != nil {
+		k.Stop()
 		return nil, err
 	}
-	k = &Kube{Dir: dir, Users: map[string]TokenUser{}}
-	defer func() {
-		if err != nil {
-			k.Stop()
-		}
-	}()
+	return k, nil
+}
+
+func (k *Kube) start(apiBin, etcdBin string) error {
+	dir := k.Dir
 	var ports [3]int
 	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
-			return nil, err
+		p, err := freePort()
+		if err != nil {
+			return fmt.Errorf("free port for etcd/kube-apiserver: %w", err)
 		}
+		ports[i] = p
 	}
 	etcdPort, peerPort, apiPort := ports[0], ports[1], ports[2]
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+	var err error
 	k.etcd, err = StartProcess("etcd", exec.Command(etcdBin,
 		"--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
@@ -139,13 +148,16 @@ func startKube() (k *Kube, err error) {
 		"--initial-cluster", fmt.Sprintf("default=http://127.0.0.1:%d", peerPort),
 		"--unsafe-no-fsync", "--log-level", "error", "--quota-backend-bytes", "4294967296"))
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("etcd (%s): %w", etcdBin, err)
 	}
 
-	saKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return fmt.Errorf("kube-apiserver service-account key: %w", err)
+	}
 	saKeyFile := filepath.Join(dir, "sa.key")
 	if err := os.WriteFile(saKeyFile, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)}), 0o600); err != nil {
-		return nil, err
+		return fmt.Errorf("kube-apiserver service-account key: %w", err)
 	}
 	var tokens bytes.Buffer
 	for _, u := range defaultUsers() {
@@ -154,7 +166,7 @@ func startKube() (k *Kube, err error) {
 	}
 	tokenFile := filepath.Join(dir, "tokens.csv")
 	if err := os.WriteFile(tokenFile, tokens.Bytes(), 0o600); err != nil {
-		return nil, err
+		return fmt.Errorf("kube-apiserver token file: %w", err)
 	}
 	certDir := filepath.Join(dir, "certs")
 	k.api, err = StartProcess("kube-apiserver", exec.Command(apiBin,
@@ -172,12 +184,13 @@ func startKube() (k *Kube, err error) {
 		"--profiling=false",
 		"--v=0"))
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("kube-apiserver (%s): %w", apiBin, err)
 	}
 	k.Server = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 	// The serving certificate is self-signed into cert-dir; trust exactly it.
 	caFile := filepath.Join(certDir, "apiserver.crt")
-	err = waitFor(k.api, 90*time.Second, func() error {
+	// kube-apiserver waits for etcd; an etcd that died is the real cause.
+	err = waitForAll([]*Process{k.etcd, k.api}, 90*time.Second, func() error {
 		b, err := os.ReadFile(caFile)
 		if err != nil {
 			return err
@@ -199,17 +212,17 @@ func startKube() (k *Kube, err error) {
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("test API server (etcd %s, kube-apiserver %s) did not become ready: %w", etcdBin, apiBin, err)
 	}
 	k.Config = k.restConfig(k.Users[AdminUser].Token)
 	k.Kubeconfig = filepath.Join(dir, "kubeconfig")
 	if err := k.WriteKubeconfig(k.Kubeconfig, AdminUser, "default"); err != nil {
-		return nil, err
+		return fmt.Errorf("kubeconfig for the test API server: %w", err)
 	}
 	if err := k.installCRDs(); err != nil {
-		return nil, err
+		return fmt.Errorf("install CRDs into the test API server: %w", err)
 	}
-	return k, nil
+	return nil
 }
 
 func (k *Kube) restConfig(token string) *rest.Config {
@@ -290,34 +303,68 @@ func (k *Kube) Namespace(t testing.TB) string {
 	return name
 }
 
-// Stop stops kube-apiserver and etcd and removes their data.
+// Stop stops kube-apiserver and etcd and removes their data. It is safe on a
+// nil or half-started Kube.
 func (k *Kube) Stop() {
+	if k == nil {
+		return
+	}
 	if k.api != nil {
 		k.api.Stop(10 * time.Second)
 	}
 	if k.etcd != nil {
 		k.etcd.Stop(10 * time.Second)
 	}
-	_ = os.RemoveAll(k.Dir)
+	if k.Dir != "" {
+		_ = os.RemoveAll(k.Dir)
+	}
 }
 
-// CRDFiles lists the CRDs the harness installs: ../shared/crds and OpenShift's
-// config CRDs that test/tools/install.sh extracted from github.com/openshift/api.
+// CRDFiles lists the CRDs the harness installs. The assisted-service, Hive
+// extension and metal3 kinds come from ../shared/crds (the real upstream files)
+// when that directory has any, else from the project's own definitions in
+// test/harness/crds together with the Hive CRDs test/tools/install.sh
+// generated with controller-gen. OpenShift's config CRDs always come from the
+// tool cache (extracted from github.com/openshift/api).
 func CRDFiles() ([]string, error) {
-	shared, err := filepath.Glob(filepath.Join(SharedDir(), "crds", "*.yaml"))
+	ocpDir := filepath.Join(CacheDir(), "crds", "openshift")
+	ocp, _ := filepath.Glob(filepath.Join(ocpDir, "*.yaml"))
+	if len(ocp) < 7 {
+		return nil, fmt.Errorf("OpenShift config CRDs missing in %s (found %d of 7): run make tools", ocpDir, len(ocp))
+	}
+	files, err := SharedCRDFiles()
 	if err != nil {
 		return nil, err
 	}
-	if len(shared) == 0 {
-		return nil, fmt.Errorf("no CRDs in %s", filepath.Join(SharedDir(), "crds"))
+	if len(files) == 0 {
+		if files, err = OwnCRDFiles(); err != nil {
+			return nil, err
+		}
 	}
-	ocp, _ := filepath.Glob(filepath.Join(CacheDir(), "crds", "openshift", "*.yaml"))
-	if len(ocp) < 7 {
-		return nil, fmt.Errorf("OpenShift config CRDs missing in %s (found %d of 7): run test/tools/install.sh", filepath.Join(CacheDir(), "crds", "openshift"), len(ocp))
-	}
-	files := append(shared, ocp...)
+	files = append(files, ocp...)
 	sort.Strings(files)
 	return files, nil
+}
+
+// SharedCRDFiles are the real upstream CRDs in ../shared/crds; none when the
+// directory is absent.
+func SharedCRDFiles() ([]string, error) {
+	return filepath.Glob(filepath.Join(SharedDir(), "crds", "*.yaml"))
+}
+
+// OwnCRDFiles are the CRDs the repository provides without ../shared: its own
+// definitions (test/harness/crds) and the Hive CRDs generated by make tools.
+func OwnCRDFiles() ([]string, error) {
+	own, _ := filepath.Glob(filepath.Join(RepoRoot(), "test", "harness", "crds", "*.yaml"))
+	if len(own) == 0 {
+		return nil, fmt.Errorf("no CRDs in %s", filepath.Join(RepoRoot(), "test", "harness", "crds"))
+	}
+	hiveDir := filepath.Join(CacheDir(), "crds", "hive")
+	hive, _ := filepath.Glob(filepath.Join(hiveDir, "*.yaml"))
+	if len(hive) < 2 {
+		return nil, fmt.Errorf("Hive CRDs missing in %s (found %d of 2): run make tools", hiveDir, len(hive))
+	}
+	return append(own, hive...), nil
 }
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

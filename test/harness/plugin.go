@@ -79,7 +79,7 @@ type Plugin struct {
 // NewPlugin prepares a sandbox for running the plugin through kubectl.
 func NewPlugin(t testing.TB) *Plugin {
 	t.Helper()
-	kubectl, err := exec.LookPath("kubectl")
+	kubectl, err := Tool("kubectl")
 	if err != nil {
 		Unavailable(t, "kubectl", err)
 	}

@@ -456,9 +456,30 @@ func LoadSQLFile(t testing.TB, url, path string) {
 	}
 }
 
-// AssistedSchemaPath is the real assisted-service schema (pg_dump 15.18 output).
+// AssistedSchemaPath is the assisted-service schema the tests load: the real
+// one (a pg_dump of the service's database in ../shared/fixtures) when present,
+// else the project's own DDL of the same tables (OwnAssistedSchemaPath).
 func AssistedSchemaPath() string {
-	return filepath.Join(SharedDir(), "fixtures", "assisted-schema.sql")
+	if p := RealAssistedSchemaPath(); p != "" {
+		return p
+	}
+	return OwnAssistedSchemaPath()
+}
+
+// RealAssistedSchemaPath is ../shared/fixtures/assisted-schema.sql, or "" when
+// it is absent.
+func RealAssistedSchemaPath() string {
+	p := filepath.Join(SharedDir(), "fixtures", "assisted-schema.sql")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// OwnAssistedSchemaPath is the project's own DDL of the assisted-service
+// tables it moves (test/harness/schema/assisted.sql).
+func OwnAssistedSchemaPath() string {
+	return filepath.Join(RepoRoot(), "test", "harness", "schema", "assisted.sql")
 }
 
 func randHex(n int) string {

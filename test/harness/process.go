@@ -129,11 +129,19 @@ func (p *Process) Kill() {
 
 // waitFor polls ready until it returns nil, the process exits, or timeout.
 func waitFor(p *Process, timeout time.Duration, ready func() error) error {
+	return waitForAll([]*Process{p}, timeout, ready)
+}
+
+// waitForAll is waitFor for a component made of several processes (etcd +
+// kube-apiserver): the first one to exit ends the wait, named with its output.
+func waitForAll(ps []*Process, timeout time.Duration, ready func() error) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for time.Now().Before(deadline) {
-		if p != nil && p.Exited() {
-			return fmt.Errorf("%s exited: %v\n%s", p.Name, p.err, tail(p.Output(), 3000))
+		for _, p := range ps {
+			if p != nil && p.Exited() {
+				return fmt.Errorf("%s exited: %v\n%s", p.Name, p.err, tail(p.Output(), 3000))
+			}
 		}
 		if last = ready(); last == nil {
 			return nil
@@ -141,8 +149,10 @@ func waitFor(p *Process, timeout time.Duration, ready func() error) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	out := ""
-	if p != nil {
-		out = tail(p.Output(), 3000)
+	for _, p := range ps {
+		if p != nil {
+			out += fmt.Sprintf("--- %s output:\n%s\n", p.Name, tail(p.Output(), 3000))
+		}
 	}
 	return fmt.Errorf("not ready after %s: %v\n%s", timeout, last, out)
 }

