@@ -121,7 +121,7 @@ func TestHandover_RealFormURLsAndNodeZeroTokens(t *testing.T) {
 	target := emptyDatabase(t)
 	// Cluster 0's service on node 0's former address, another port: not a node-0 URL.
 	const serviceURL = "https://192.168.111.80:8443"
-	args := []string{"restore", ref, "--identity", identity,
+	args := []string{"restore", ref, "--signer", signerFile(t), "--identity", identity,
 		"--db", withPassword(t, target.URL, plantedDBPassword), "--data-dir", filepath.Join(t.TempDir(), "data"),
 		"--kubeconfig", k.KubeconfigFor(t, harness.AdminUser, ns), "-n", ns,
 		"--namespace-mapping", "spoke-cluster=" + ns + ",demo=" + ns + ",agents=" + ns, "--service-url", serviceURL, "-o", "json"}
@@ -251,7 +251,7 @@ current-context: c
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := p.Run(t, "restore", ref, "--identity", identity, "--db", target.URL, "--skip-files",
+	r := p.Run(t, "restore", ref, "--signer", signerFile(t), "--identity", identity, "--db", target.URL, "--skip-files",
 		"--kubeconfig", dead, "-n", "mce", "--service-url", "https://assisted.c0.example.com")
 	if r.ExitCode == 0 {
 		t.Fatalf("restore succeeded\n%s", r.Combined())

@@ -60,7 +60,7 @@ func TestRestoreCLI_NoClusterRerunIsANoOp(t *testing.T) {
 		Database: pgDumpSource{src.URL}, Files: &bundle.FilesOptions{Dir: assistedData(t, plantedKubeadmin)}})
 	target := emptyDatabase(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
-	args := []string{"restore", ref, "--identity", identity, "--no-cluster", "--db", target.URL, "--data-dir", dataDir, "-o", "json"}
+	args := []string{"restore", ref, "--signer", signerFile(t), "--identity", identity, "--no-cluster", "--db", target.URL, "--data-dir", dataDir, "-o", "json"}
 
 	first := parseRestore(t, p.MustRun(t, args...))
 	if got := phaseNames(first); got != "database,files" {
@@ -107,7 +107,7 @@ func TestRestoreCLI_NoClusterRerunIsANoOp(t *testing.T) {
 	noReportInCwd(t, p)
 
 	// Without a database to keep the journal in, --no-cluster is a usage error.
-	if r := p.Run(t, "restore", ref, "--identity", identity, "--no-cluster", "--skip-database", "--data-dir", t.TempDir()); r.ExitCode != 2 {
+	if r := p.Run(t, "restore", ref, "--signer", signerFile(t), "--identity", identity, "--no-cluster", "--skip-database", "--data-dir", t.TempDir()); r.ExitCode != 2 {
 		t.Errorf("--no-cluster --skip-database: exit %d, want 2\n%s", r.ExitCode, r.Combined())
 	}
 }
@@ -124,7 +124,7 @@ func TestRestoreCLI_RerunSkipResourcesIsANoOp(t *testing.T) {
 	ref := "oci:" + filepath.Join(t.TempDir(), "layout") + ":v1"
 	makeBundle(t, ref, bundleRegistryNone, recipient, bundle.CreateOptions{Database: pgDumpSource{src.URL}})
 	target := emptyDatabase(t)
-	args := []string{"restore", ref, "--identity", identity, "--db", target.URL, "--skip-files", "--skip-resources",
+	args := []string{"restore", ref, "--signer", signerFile(t), "--identity", identity, "--db", target.URL, "--skip-files", "--skip-resources",
 		"--kubeconfig", k.KubeconfigFor(t, harness.AdminUser, ns), "-n", ns, "-o", "json"}
 
 	first := parseRestore(t, p.MustRun(t, args...))
