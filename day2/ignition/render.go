@@ -140,8 +140,11 @@ func (b *builder) file(p string, mode int, content []byte) {
 }
 
 func (b *builder) unit(name, contents string, enabled bool) {
-	c := contents
-	u := types.Unit{Name: name, Contents: &c}
+	u := types.Unit{Name: name}
+	if contents != "" {
+		c := contents
+		u.Contents = &c
+	}
 	if enabled {
 		t := true
 		u.Enabled = &t

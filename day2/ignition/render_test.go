@@ -134,6 +134,10 @@ func normalize(t *testing.T, cfg *types.Config, pub string) string {
 	}
 	for _, u := range cfg.Systemd.Units {
 		en := u.Enabled != nil && *u.Enabled
+		if u.Contents == nil {
+			fmt.Fprintf(&s, "=== unit %s enabled=%v (the system's own unit)\n", u.Name, en)
+			continue
+		}
 		fmt.Fprintf(&s, "=== unit %s enabled=%v\n%s", u.Name, en, fix(*u.Contents))
 	}
 	return s.String()
@@ -216,7 +220,9 @@ func files(t *testing.T, cfg *types.Config) map[string]string {
 func units(cfg *types.Config) map[string]string {
 	out := map[string]string{}
 	for _, u := range cfg.Systemd.Units {
-		out[u.Name] = *u.Contents
+		if u.Contents != nil {
+			out[u.Name] = *u.Contents
+		}
 	}
 	return out
 }

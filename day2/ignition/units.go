@@ -200,8 +200,52 @@ RemainAfterExit=true
 [Install]
 WantedBy=multi-user.target
 `, true)
+	// chronyd must answer the chronyc of the agent's NTP step, which runs in
+	// a privileged container (spc_t) with its socket on a container volume:
+	// without this policy the host's NTP validation fails (installer
+	// data/data/agent/files/root/assisted.te and systemd/units/selinux.service).
+	b.file(selinuxModulePath, 0o644, []byte(`module kubectl_assisted_ntp 1.0;
+
+require {
+	type chronyd_t;
+	type container_file_t;
+	type spc_t;
+	class dir search;
+	class sock_file write;
+	class unix_dgram_socket sendto;
+}
+
+# chronyd replies to chronyc running in the agent's container.
+allow chronyd_t container_file_t:dir search;
+allow chronyd_t container_file_t:sock_file write;
+allow chronyd_t spc_t:unix_dgram_socket sendto;
+`))
+	b.unit("assisted-selinux-policy.service", `[Unit]
+Description=SELinux policy letting chronyd answer the agent's NTP check
+Before=agent.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=true
+ExecStartPre=/usr/bin/checkmodule -M -m -o /run/kubectl_assisted_ntp.mod `+selinuxModulePath+`
+ExecStartPre=/usr/bin/semodule_package -o /run/kubectl_assisted_ntp.pp -m /run/kubectl_assisted_ntp.mod
+ExecStart=/usr/sbin/semodule -i /run/kubectl_assisted_ntp.pp
+
+[Install]
+WantedBy=multi-user.target
+`, true)
+	// Multipath disks are seen as one disk by the agent's inventory
+	// (installer data/data/agent/files/etc/multipath.conf, multipathd enabled).
+	b.file("/etc/multipath.conf", 0o644, []byte("defaults {\n    user_friendly_names yes\n    find_multipaths yes\n}\n"))
+	b.unit("multipathd.service", "", true)
+	// podman builds the pod's infra container locally instead of pulling a
+	// pause image, which a disconnected host could not reach (installer
+	// data/data/agent/files/etc/containers/containers.conf).
+	b.file("/etc/containers/containers.conf", 0o644, []byte("[engine]\ninfra_image = \"\"\n"))
 	b.scripts()
 }
+
+const selinuxModulePath = "/usr/local/share/kubectl-assisted/kubectl_assisted_ntp.te"
 
 func (b *builder) scripts() {
 	b.file("/usr/local/bin/wait-for-assisted-service.sh", 0o755, []byte(`#!/bin/bash
