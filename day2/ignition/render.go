@@ -192,7 +192,7 @@ func (b *builder) environment(in Input) error {
 	// The marker the import unit waits for: this host is its own node zero.
 	b.file("/etc/assisted/node0", 0o644, envFile("NODE_ZERO", "true"))
 	img := in.Payload.Images
-	mirror := mirrorOf(c.ReleaseImage, in.Payload.Ref)
+	mirror := ReleaseMirror(c.ReleaseImage, c.ImageDigestSources)
 	b.file(AgentImagesEnv, 0o644, envFile(
 		"SERVICE_IMAGE", img[release.ImageAssistedService],
 		"AGENT_DOCKER_IMAGE", img[release.ImageAgent],
@@ -320,12 +320,25 @@ func mcsBase(source string) string {
 	return u.String()
 }
 
-// mirrorOf returns the mirror reference the payload was read from, or "".
-func mirrorOf(releaseImage, readFrom string) string {
-	if readFrom == "" || readFrom == releaseImage {
-		return ""
+// ReleaseMirror is the release image as pulled from the first mirror of the
+// cluster's IDMS/ICSP source whose location is exactly the release image's
+// repository, digest or tag kept; "" when no source matches. The installer
+// derives OPENSHIFT_INSTALL_RELEASE_IMAGE_MIRROR the same way from the mirror
+// configuration (pkg/asset/agent/mirror/registriesconf.go
+// GetMirrorFromRelease), not from wherever the workstation's pull succeeded.
+func ReleaseMirror(releaseImage string, sources []clusterinfo.ImageDigestSource) string {
+	repo, suffix := releaseImage, ""
+	if i := strings.Index(releaseImage, "@"); i >= 0 {
+		repo, suffix = releaseImage[:i], releaseImage[i:]
+	} else if i := strings.LastIndex(releaseImage, ":"); i > strings.LastIndex(releaseImage, "/") {
+		repo, suffix = releaseImage[:i], releaseImage[i:]
 	}
-	return readFrom
+	for _, s := range sources {
+		if s.Source == repo && len(s.Mirrors) > 0 {
+			return s.Mirrors[0] + suffix
+		}
+	}
+	return ""
 }
 
 func majorMinor(v string) string {
