@@ -321,11 +321,13 @@ func mcsBase(source string) string {
 }
 
 // ReleaseMirror is the release image as pulled from the first mirror of the
-// cluster's IDMS/ICSP source whose location is exactly the release image's
-// repository, digest or tag kept; "" when no source matches. The installer
-// derives OPENSHIFT_INSTALL_RELEASE_IMAGE_MIRROR the same way from the mirror
-// configuration (pkg/asset/agent/mirror/registriesconf.go
-// GetMirrorFromRelease), not from wherever the workstation's pull succeeded.
+// cluster's IDMS/ICSP source that covers the release image's repository (the
+// longest such source: the repository itself, or a namespace above it, as
+// containers-registries.conf(5) prefixes match), digest or tag kept; "" when
+// no source covers it. The installer derives OPENSHIFT_INSTALL_RELEASE_IMAGE_MIRROR
+// from the mirror configuration too (pkg/asset/agent/mirror/registriesconf.go
+// GetMirrorFromRelease, exact repository match only), not from wherever the
+// workstation's pull succeeded.
 func ReleaseMirror(releaseImage string, sources []clusterinfo.ImageDigestSource) string {
 	repo, suffix := releaseImage, ""
 	if i := strings.Index(releaseImage, "@"); i >= 0 {
@@ -333,12 +335,16 @@ func ReleaseMirror(releaseImage string, sources []clusterinfo.ImageDigestSource)
 	} else if i := strings.LastIndex(releaseImage, ":"); i > strings.LastIndex(releaseImage, "/") {
 		repo, suffix = releaseImage[:i], releaseImage[i:]
 	}
+	best, out := -1, ""
 	for _, s := range sources {
-		if s.Source == repo && len(s.Mirrors) > 0 {
-			return s.Mirrors[0] + suffix
+		if len(s.Mirrors) == 0 || len(s.Source) <= best {
+			continue
+		}
+		if repo == s.Source || strings.HasPrefix(repo, s.Source+"/") {
+			best, out = len(s.Source), s.Mirrors[0]+repo[len(s.Source):]+suffix
 		}
 	}
-	return ""
+	return out
 }
 
 func majorMinor(v string) string {

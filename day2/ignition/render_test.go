@@ -380,12 +380,16 @@ func TestReleaseMirror(t *testing.T) {
 	src := []clusterinfo.ImageDigestSource{
 		{Source: "quay.io/openshift-release-dev/ocp-v4.0-art-dev", Mirrors: []string{"m.example:5000/art"}},
 		{Source: "quay.io/openshift-release-dev/ocp-release", Mirrors: []string{"m.example:5000/ocp/release", "m2.example/ocp/release"}},
+		{Source: "registry.example:5000/ns", Mirrors: []string{"mirror.ns"}},
 	}
 	for in, want := range map[string]string{
 		"quay.io/openshift-release-dev/ocp-release@sha256:abc":       "m.example:5000/ocp/release@sha256:abc",
 		"quay.io/openshift-release-dev/ocp-release:4.19.7-x86_64":    "m.example:5000/ocp/release:4.19.7-x86_64",
 		"quay.io/openshift-release-dev/ocp-release-nightly@sha256:a": "",
 		"registry.example:5000/other@sha256:abc":                     "",
+		// A namespace-level source covers the repositories below it.
+		"registry.example:5000/ns/ocp/release@sha256:abc": "mirror.ns/ocp/release@sha256:abc",
+		"registry.example:5000/nsx/release@sha256:abc":    "",
 	} {
 		if got := ReleaseMirror(in, src); got != want {
 			t.Errorf("%s: %q, want %q", in, got, want)
