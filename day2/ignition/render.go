@@ -208,11 +208,21 @@ func (b *builder) environment(in Input) error {
 	if err != nil {
 		return err
 	}
-	osImages := []map[string]any{{"openshift_version": majorMinor(c.Version), "cpu_architecture": in.Arch}}
+	// The service refuses to start unless every OS image has a url and a
+	// version ("Missing value in OSImage for 'url' field", assisted-service
+	// internal/versions/osimages.go, release-4.17 .. master). A day-2 host
+	// never downloads it (it already booted), so when coreos-bootimages could
+	// not be read a stand-in that says so is enough.
+	osURL, osVersion := osImageStandIn, c.Version
 	if c.OSImage != nil {
-		osImages[0]["url"] = c.OSImage.Location
-		osImages[0]["version"] = c.OSImage.Release
+		if c.OSImage.Location != "" {
+			osURL = c.OSImage.Location
+		}
+		if c.OSImage.Release != "" {
+			osVersion = c.OSImage.Release
+		}
 	}
+	osImages := []map[string]any{{"openshift_version": majorMinor(c.Version), "cpu_architecture": in.Arch, "url": osURL, "version": osVersion}}
 	osJSON, err := json.Marshal(osImages)
 	if err != nil {
 		return err
@@ -306,6 +316,10 @@ func publicRegistries(in Input) string {
 	sort.Strings(out)
 	return strings.Join(out, ",")
 }
+
+// osImageStandIn is OS_IMAGES' url when the cluster's coreos-bootimages
+// could not be read: a day-2 host never downloads its OS image.
+const osImageStandIn = "https://unused.invalid/day2-host-booted-from-the-node-iso"
 
 // mcsBase turns the worker pointer's merge source (".../config/worker") into
 // the endpoint assisted-service appends the pool name to (".../config").

@@ -396,3 +396,22 @@ func TestReleaseMirror(t *testing.T) {
 		}
 	}
 }
+
+// Without coreos-bootimages the service must still start: every OS image
+// needs a url and a version (assisted-service internal/versions/osimages.go
+// validateOSImage, release-4.17 .. master; found in the rehearsal with the
+// real master build, which exited "Missing value in OSImage for 'url' field").
+func TestOSImagesAlwaysComplete(t *testing.T) {
+	in := testInput(t, "4.20.1")
+	in.Cluster.OSImage = nil
+	svc := envOf(files(t, render(t, in))[ServiceEnv])
+	var imgs []map[string]string
+	if err := json.Unmarshal([]byte(svc["OS_IMAGES"]), &imgs); err != nil || len(imgs) != 1 {
+		t.Fatalf("OS_IMAGES %q: %v", svc["OS_IMAGES"], err)
+	}
+	for _, k := range []string{"openshift_version", "cpu_architecture", "url", "version"} {
+		if imgs[0][k] == "" {
+			t.Errorf("OS_IMAGES lacks %s: %v", k, imgs[0])
+		}
+	}
+}
