@@ -63,9 +63,11 @@ machine, from a kubeconfig: no pod runs on the cluster.
 The cluster's configuration (release, proxy, pull secret, CA bundle, mirrors, SSH key,
 FIPS, chrony, Machine Config Server endpoint) is read with your credentials, and
 nodes-config.yaml is checked against it before any work: MACs, hostnames and static
-IPs already used by nodes, nmstate, root device hints, architecture. The ISO is valid
-for as long as its agent token (48 hours; a token with more than 24 hours left is
-reused).
+IPs already used by nodes, nmstate, root device hints, SSH key, architecture. The
+cluster must run OpenShift 4.17 to 4.20: the ISO speaks the auth of that release's
+assisted-service (4.17: one token; 4.18+: agent, user and watcher tokens). The ISO is
+valid for as long as its tokens (48 hours; tokens with more than 24 hours left are
+reused). See docs/add-nodes.md.
 
 The base ISO comes from the release payload's machine-os-images image (pulled with the
 cluster's pull secret, through its mirrors), or from --base-iso. Save the cluster's

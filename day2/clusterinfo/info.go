@@ -93,9 +93,14 @@ type Node struct {
 
 // AuthToken is the content of openshift-config/agent-auth-token.
 type AuthToken struct {
-	Token     string    `json:"token"`
-	PublicKey string    `json:"publicKey"`
-	ExpiresAt time.Time `json:"expiresAt"`
+	// Token is the agent token (agentAuthToken).
+	Token string `json:"token"`
+	// UserToken and WatcherToken are the 4.18+ userAuthToken and
+	// watcherAuthToken; empty for a 4.17 cluster's single token.
+	UserToken    string    `json:"userToken,omitempty"`
+	WatcherToken string    `json:"watcherToken,omitempty"`
+	PublicKey    string    `json:"publicKey"`
+	ExpiresAt    time.Time `json:"expiresAt"`
 }
 
 // SupportedPlatforms are those a day-2 ISO can join.

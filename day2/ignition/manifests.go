@@ -121,10 +121,10 @@ func (b *builder) hosts(in Input) error {
 			}
 			b.file(path.Join(dir, "root-device-hints.yaml"), 0o644, y)
 		}
-		if h.Hostname != "" {
-			for _, m := range macs {
-				b.file(path.Join(HostnamesDir, m), 0o644, []byte(h.Hostname+"\n"))
-			}
+		if h.Hostname != "" && len(macs) > 0 {
+			// Keyed by the first interface's MAC only, as the installer does:
+			// one file per host, so one machine never matches two names.
+			b.file(path.Join(HostnamesDir, macs[0]), 0o644, []byte(h.Hostname+"\n"))
 		}
 		if h.NetworkConfig != nil {
 			ndir := path.Join(NetworkDir, hostDir(h, i))

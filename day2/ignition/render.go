@@ -41,6 +41,7 @@ const (
 	NetworkDir         = "/etc/assisted/network"
 	RegistriesConfPath = "/etc/containers/registries.conf"
 	CABundlePath       = "/etc/pki/ca-trust/source/anchors/user-ca-bundle.pem"
+	TrustBundlePath    = "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem"
 	ChronyConfPath     = "/etc/chrony.conf"
 	ProxyDropIn        = "/etc/systemd/system.conf.d/10-default-env.conf"
 	PullSecretPath     = "/root/.docker/config.json"
@@ -61,7 +62,12 @@ type Input struct {
 	Arch string
 	// Payload is the resolved release payload (image digests).
 	Payload *release.Payload
-	Token   *authtoken.Token
+	// Profile is the cluster version's profile (see ProfileFor).
+	Profile Profile
+	Token   *authtoken.Set
+	// InfraEnvID is the id the on-host service gives the infra-env, which
+	// apply-host-config and the agent use. Empty: the token's infra_env_id.
+	InfraEnvID string
 	// DBPassword is the password of the ephemeral database on the host.
 	DBPassword string
 }
@@ -70,6 +76,18 @@ type Input struct {
 func Render(in Input) (*types.Config, error) {
 	if in.Cluster == nil || in.Nodes == nil || in.Payload == nil || in.Token == nil {
 		return nil, errors.New("ignition: cluster, nodes, payload and token are required")
+	}
+	if in.Profile.Tokens == 0 {
+		return nil, errors.New("ignition: the version profile is required")
+	}
+	if in.Token.Kind != in.Profile.Tokens {
+		return nil, fmt.Errorf("ignition: token kind %v does not suit OpenShift 4.%d (%v)", in.Token.Kind, in.Profile.Minor, in.Profile.Tokens)
+	}
+	if in.InfraEnvID == "" {
+		in.InfraEnvID = in.Token.InfraEnvID
+	}
+	if in.InfraEnvID == "" {
+		return nil, errors.New("ignition: no infra-env id")
 	}
 	b := &builder{}
 	sshKey := strings.TrimSpace(in.Nodes.SSHKey)
@@ -122,8 +140,11 @@ func (b *builder) file(p string, mode int, content []byte) {
 }
 
 func (b *builder) unit(name, contents string, enabled bool) {
-	c := contents
-	u := types.Unit{Name: name, Contents: &c}
+	u := types.Unit{Name: name}
+	if contents != "" {
+		c := contents
+		u.Contents = &c
+	}
 	if enabled {
 		t := true
 		u.Enabled = &t
@@ -140,23 +161,38 @@ func envFile(kv ...string) []byte {
 	return []byte(s.String())
 }
 
+// HWRequirements is the HW_VALIDATOR_REQUIREMENTS the on-host service gets:
+// without it assisted-service has no requirements for the version ("requirements
+// for version ... not found") and the host never leaves discovering. The
+// values are the installer's defaults (data/data/agent/files/usr/local/share/
+// assisted-service/default_hw_requirements.json, and the same numbers in
+// data/data/agent/files/usr/local/bin/configure-assisted-hw-requirements.sh).
+const HWRequirements = `[{"version":"default","master":{"cpu_cores":4,"ram_mib":16384,"disk_size_gb":100,"installation_disk_speed_threshold_ms":10,"network_latency_threshold_ms":100,"packet_loss_percentage":0},"arbiter":{"cpu_cores":2,"ram_mib":8192,"disk_size_gb":50,"installation_disk_speed_threshold_ms":10,"network_latency_threshold_ms":1000,"packet_loss_percentage":0},"worker":{"cpu_cores":2,"ram_mib":8192,"disk_size_gb":100,"installation_disk_speed_threshold_ms":10,"network_latency_threshold_ms":1000,"packet_loss_percentage":10},"sno":{"cpu_cores":8,"ram_mib":16384,"disk_size_gb":100,"installation_disk_speed_threshold_ms":10}}]`
+
 func (b *builder) environment(in Input) error {
 	c := in.Cluster
+	tok := in.Token
 	b.file(AddNodesEnv, 0o644, envFile(
 		"CLUSTER_ID", c.ClusterID,
 		"CLUSTER_NAME", c.ClusterName,
 		"CLUSTER_API_VIP_DNS_NAME", c.APIDNSName,
-		"AUTH_TOKEN_EXPIRY", in.Token.ExpiresAt.UTC().Format(time.RFC3339),
+		"AUTH_TOKEN_EXPIRY", tok.ExpiresAt.UTC().Format(time.RFC3339),
 	))
-	b.file(RendezvousEnv, 0o644, envFile(
+	rv := []string{
 		"NODE_ZERO_IP", nodeZeroIP,
 		"SERVICE_BASE_URL", serviceBaseURL,
 		"IMAGE_SERVICE_BASE_URL", imageServiceURL,
 		"WORKFLOW_TYPE", workflowAddNodes,
-	))
+	}
+	if in.Profile.TokenInRendezvousEnv {
+		rv = append(rv, "USER_AUTH_TOKEN", tok.User)
+	}
+	// Holds a token: root only (the installer's is 0644).
+	b.file(RendezvousEnv, 0o600, envFile(rv...))
 	// The marker the import unit waits for: this host is its own node zero.
 	b.file("/etc/assisted/node0", 0o644, envFile("NODE_ZERO", "true"))
 	img := in.Payload.Images
+	mirror := ReleaseMirror(c.ReleaseImage, c.ImageDigestSources)
 	b.file(AgentImagesEnv, 0o644, envFile(
 		"SERVICE_IMAGE", img[release.ImageAssistedService],
 		"AGENT_DOCKER_IMAGE", img[release.ImageAgent],
@@ -164,7 +200,7 @@ func (b *builder) environment(in Input) error {
 		"CONTROLLER_IMAGE", img[release.ImageController],
 		"AGENT_UTILS_IMAGE", img[release.ImageUtils],
 		"RELEASE_IMAGE", c.ReleaseImage,
-		"OPENSHIFT_INSTALL_RELEASE_IMAGE_MIRROR", mirrorOf(c.ReleaseImage, in.Payload.Ref),
+		"OPENSHIFT_INSTALL_RELEASE_IMAGE_MIRROR", mirror,
 	))
 	versions, err := json.Marshal([]map[string]any{{
 		"openshift_version": majorMinor(c.Version), "cpu_architecture": in.Arch, "url": c.ReleaseImage, "version": c.Version,
@@ -172,21 +208,41 @@ func (b *builder) environment(in Input) error {
 	if err != nil {
 		return err
 	}
-	osImages := []map[string]any{{"openshift_version": majorMinor(c.Version), "cpu_architecture": in.Arch}}
+	// The service refuses to start unless every OS image has a url and a
+	// version ("Missing value in OSImage for 'url' field", assisted-service
+	// internal/versions/osimages.go, release-4.17 .. master). A day-2 host
+	// never downloads it (it already booted), so when coreos-bootimages could
+	// not be read a stand-in that says so is enough.
+	osURL, osVersion := osImageStandIn, c.Version
 	if c.OSImage != nil {
-		osImages[0]["url"] = c.OSImage.Location
-		osImages[0]["version"] = c.OSImage.Release
+		if c.OSImage.Location != "" {
+			osURL = c.OSImage.Location
+		}
+		if c.OSImage.Release != "" {
+			osVersion = c.OSImage.Release
+		}
 	}
+	osImages := []map[string]any{{"openshift_version": majorMinor(c.Version), "cpu_architecture": in.Arch, "url": osURL, "version": osVersion}}
 	osJSON, err := json.Marshal(osImages)
 	if err != nil {
 		return err
 	}
-	// Holds the token's public key and the DB password: root only.
-	b.file(ServiceEnv, 0o600, envFile(
+	kv := []string{
 		"AUTH_TYPE", authTypeLocalAuth,
-		"EC_PUBLIC_KEY_PEM", in.Token.PublicKey,
-		"AGENT_AUTH_TOKEN", in.Token.Token,
-		"USER_AUTH_TOKEN", in.Token.Token,
+		"EC_PUBLIC_KEY_PEM", tok.PublicKey,
+		// 4.17's agent-installer-client reads AGENT_AUTH_TOKEN, 4.18+'s
+		// USER_AUTH_TOKEN; the agent unit passes AGENT_AUTH_TOKEN to the
+		// agent as PULL_SECRET_TOKEN.
+		"AGENT_AUTH_TOKEN", tok.Agent,
+		"USER_AUTH_TOKEN", tok.User,
+	}
+	if in.Profile.Tokens == authtoken.KindPerScheme {
+		kv = append(kv, "WATCHER_AUTH_TOKEN", tok.Watcher)
+	}
+	kv = append(kv,
+		"INFRA_ENV_ID", in.InfraEnvID,
+		"HW_VALIDATOR_REQUIREMENTS", HWRequirements,
+		"PUBLIC_CONTAINER_REGISTRIES", publicRegistries(in),
 		"DEPLOY_TARGET", "onprem",
 		"STORAGE", "filesystem",
 		"INSTALL_INVOKER", installerInvoker,
@@ -199,8 +255,13 @@ func (b *builder) environment(in Input) error {
 		"DB_NAME", "installer",
 		"RELEASE_IMAGES", string(versions),
 		"OS_IMAGES", string(osJSON),
+		"OPENSHIFT_INSTALL_RELEASE_IMAGE_MIRROR", mirror,
+		"IPV6_SUPPORT", "true",
+		"DISK_ENCRYPTION_SUPPORT", "true",
 		"ENABLE_SINGLE_NODE_DNSMASQ", "false",
-	))
+	)
+	// Holds the tokens, the public key and the DB password: root only.
+	b.file(ServiceEnv, 0o600, envFile(kv...))
 	b.file(DBEnv, 0o600, envFile(
 		"POSTGRESQL_DATABASE", "installer",
 		"POSTGRESQL_USER", "admin",
@@ -209,11 +270,56 @@ func (b *builder) environment(in Input) error {
 	imp, _ := json.Marshal(map[string]any{"networking": map[string]any{"userManagedNetworking": c.UserManagedNetworking()}})
 	b.file(path.Join(ClusterConfigDir, "import-cluster-config.json"), 0o644, imp)
 	if ep := c.IgnitionEndpoint; ep != nil && ep.URL != "" {
-		body, _ := json.Marshal(map[string]string{"url": mcsBase(ep.URL), "ca_certificate": ep.CACertificate})
+		// ca_certificate stays base64, as in the worker pointer's data URL:
+		// assisted-service wraps it as "data:text/plain;base64,<it>" and the
+		// agent base64-decodes it for the ignition download check.
+		ign := map[string]string{"url": mcsBase(ep.URL)}
+		if ep.CACertificate != "" {
+			ign["ca_certificate"] = base64.StdEncoding.EncodeToString([]byte(ep.CACertificate))
+		}
+		body, _ := json.Marshal(ign)
 		b.file(path.Join(ClusterConfigDir, "worker-ignition-endpoint.json"), 0o644, body)
 	}
 	return nil
 }
+
+// publicRegistries lists the registries of every image the host pulls (the
+// release, its mirror, the payload's images, the cluster's mirrors), so that
+// assisted-service does not insist the pull secret holds credentials for
+// them: the host pulls with /root/.docker/config.json, which is the cluster's
+// pull secret, and a mirror that needs none must not fail registration.
+func publicRegistries(in Input) string {
+	set := map[string]bool{}
+	add := func(ref string) {
+		if ref == "" {
+			return
+		}
+		host, _, _ := strings.Cut(ref, "/")
+		if strings.ContainsAny(host, ".:") || host == "localhost" {
+			set[host] = true
+		}
+	}
+	add(in.Cluster.ReleaseImage)
+	add(in.Payload.Ref)
+	for _, img := range in.Payload.Images {
+		add(img)
+	}
+	for _, s := range in.Cluster.ImageDigestSources {
+		for _, m := range s.Mirrors {
+			add(m)
+		}
+	}
+	out := make([]string, 0, len(set))
+	for h := range set {
+		out = append(out, h)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+// osImageStandIn is OS_IMAGES' url when the cluster's coreos-bootimages
+// could not be read: a day-2 host never downloads its OS image.
+const osImageStandIn = "https://unused.invalid/day2-host-booted-from-the-node-iso"
 
 // mcsBase turns the worker pointer's merge source (".../config/worker") into
 // the endpoint assisted-service appends the pool name to (".../config").
@@ -228,12 +334,31 @@ func mcsBase(source string) string {
 	return u.String()
 }
 
-// mirrorOf returns the mirror reference the payload was read from, or "".
-func mirrorOf(releaseImage, readFrom string) string {
-	if readFrom == "" || readFrom == releaseImage {
-		return ""
+// ReleaseMirror is the release image as pulled from the first mirror of the
+// cluster's IDMS/ICSP source that covers the release image's repository (the
+// longest such source: the repository itself, or a namespace above it, as
+// containers-registries.conf(5) prefixes match), digest or tag kept; "" when
+// no source covers it. The installer derives OPENSHIFT_INSTALL_RELEASE_IMAGE_MIRROR
+// from the mirror configuration too (pkg/asset/agent/mirror/registriesconf.go
+// GetMirrorFromRelease, exact repository match only), not from wherever the
+// workstation's pull succeeded.
+func ReleaseMirror(releaseImage string, sources []clusterinfo.ImageDigestSource) string {
+	repo, suffix := releaseImage, ""
+	if i := strings.Index(releaseImage, "@"); i >= 0 {
+		repo, suffix = releaseImage[:i], releaseImage[i:]
+	} else if i := strings.LastIndex(releaseImage, ":"); i > strings.LastIndex(releaseImage, "/") {
+		repo, suffix = releaseImage[:i], releaseImage[i:]
 	}
-	return readFrom
+	best, out := -1, ""
+	for _, s := range sources {
+		if len(s.Mirrors) == 0 || len(s.Source) <= best {
+			continue
+		}
+		if repo == s.Source || strings.HasPrefix(repo, s.Source+"/") {
+			best, out = len(s.Source), s.Mirrors[0]+repo[len(s.Source):]+suffix
+		}
+	}
+	return out
 }
 
 func majorMinor(v string) string {

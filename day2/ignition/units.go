@@ -22,17 +22,19 @@ var Units = []string{
 
 const podIDFile = "%t/assisted-service-pod.pod-id"
 
-// containerUnit renders a podman-run unit in the assisted-service pod.
-func containerUnit(desc, after, extraUnit, run, svcType string, extraService ...string) string {
+// containerUnit renders a podman-run unit in the assisted-service pod. Every
+// such unit loads the three env files the installer's units load
+// (rendezvous-host.env, agent-images.env, assisted-service.env) plus extra.
+func containerUnit(desc, after, extraUnit, exec, svcType string, extraService ...string) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "[Unit]\nDescription=%s\nWants=network-online.target\nAfter=network-online.target %s\n%s\n", desc, after, extraUnit)
 	s.WriteString("[Service]\nEnvironment=PODMAN_SYSTEMD_UNIT=%n\n")
-	fmt.Fprintf(&s, "EnvironmentFile=%s\nEnvironmentFile=%s\n", AgentImagesEnv, RendezvousEnv)
+	fmt.Fprintf(&s, "EnvironmentFile=%s\nEnvironmentFile=%s\nEnvironmentFile=%s\n", RendezvousEnv, AgentImagesEnv, ServiceEnv)
 	for _, l := range extraService {
 		s.WriteString(l + "\n")
 	}
 	s.WriteString("ExecStartPre=/bin/rm -f %t/%n.ctr-id\n")
-	fmt.Fprintf(&s, "ExecStart=/usr/bin/podman run --net host --cidfile=%%t/%%n.ctr-id --cgroups=no-conmon --log-driver=journald --rm --pod-id-file=%s --replace %s\n", podIDFile, run)
+	s.WriteString("ExecStart=" + exec + "\n")
 	s.WriteString("ExecStop=/usr/bin/podman stop --ignore --cidfile=%t/%n.ctr-id\nExecStopPost=/usr/bin/podman rm -f --ignore --cidfile=%t/%n.ctr-id\n")
 	fmt.Fprintf(&s, "Type=%s\n", svcType)
 	if svcType == "oneshot" {
@@ -44,15 +46,27 @@ func containerUnit(desc, after, extraUnit, run, svcType string, extraService ...
 	return s.String()
 }
 
+// podmanRun is the start of every container command in the pod.
+const podmanRun = "/usr/bin/podman run --net host --cidfile=%t/%n.ctr-id --cgroups=no-conmon --log-driver=journald --rm --pod-id-file=" + podIDFile + " --replace"
+
+// clientEnv passes the agent-installer-client the variables it reads, by
+// name from the unit's environment (never on the command line): 4.17's
+// client authenticates with AGENT_AUTH_TOKEN, 4.18+'s with USER_AUTH_TOKEN
+// (assisted-service cmd/agentbasedinstaller/client/main.go, release-4.17 and
+// release-4.18).
+const clientEnv = "--env SERVICE_BASE_URL --env AGENT_AUTH_TOKEN --env USER_AUTH_TOKEN --env WORKFLOW_TYPE"
+
 func (b *builder) units(in Input) {
 	mounts := ""
 	if len(in.Cluster.ImageDigestSources) > 0 {
 		mounts += " -v /etc/containers:/etc/containers:ro"
 	}
 	if in.Cluster.UserCABundle != "" {
-		mounts += " -v " + CABundlePath + ":" + CABundlePath + ":ro"
+		// The host's extracted trust store (which update-ca-trust builds from
+		// the anchors, the user CA included) replaces the container's, so the
+		// service and its client trust a mirror signed by the private CA.
+		mounts += " -v " + TrustBundlePath + ":" + TrustBundlePath + ":ro"
 	}
-	clientEnv := fmt.Sprintf("--env-file=%s --env-file=%s --env-file=%s", RendezvousEnv, ServiceEnv, AddNodesEnv)
 
 	b.unit("assisted-service-pod.service", `[Unit]
 Description=Pod of the local assisted-service (add-nodes)
@@ -76,32 +90,46 @@ WantedBy=multi-user.target
 `, true)
 	b.unit("assisted-service-db.service", containerUnit("Database of the local assisted-service",
 		"assisted-service-pod.service", "BindsTo=assisted-service-pod.service",
-		fmt.Sprintf("--sdnotify=conmon -d --name=assisted-db --user=postgres --env-file=%s --tmpfs /var/run/postgresql:rw,mode=0777 $SERVICE_IMAGE /bin/bash start_db.sh", DBEnv),
+		fmt.Sprintf("%s --sdnotify=conmon -d --name=assisted-db --user=postgres --env-file=%s --tmpfs /var/run/postgresql:rw,mode=0777 $SERVICE_IMAGE /bin/bash start_db.sh", podmanRun, DBEnv),
 		"notify"), true)
 	b.unit("assisted-service.service", containerUnit("Local assisted-service (add-nodes)",
 		"assisted-service-pod.service assisted-service-db.service", "Requires=assisted-service-db.service\nBindsTo=assisted-service-pod.service",
-		fmt.Sprintf("--sdnotify=conmon -d --name=service%s --env-file=%s --env-file=%s --env-file=%s $SERVICE_IMAGE", mounts, RendezvousEnv, ServiceEnv, AgentImagesEnv),
+		fmt.Sprintf("%s --sdnotify=conmon -d --name=service%s --env-file=%s --env-file=%s --env-file=%s $SERVICE_IMAGE", podmanRun, mounts, RendezvousEnv, ServiceEnv, AgentImagesEnv),
 		"notify"), true)
+	// The import goes through a script that imports only when no cluster
+	// with this OpenShift cluster id exists: V2ImportCluster creates a new
+	// cluster on every call, so a plain retry after a failed update would
+	// leave duplicates.
 	b.unit("agent-import-cluster.service", containerUnit("Import the existing cluster into the local assisted-service",
 		"assisted-service.service", "Wants=assisted-service.service\nConditionPathExists="+AddNodesEnv,
-		fmt.Sprintf("--name=agent-import-cluster -v %s:/clusterconfig:z%s %s --env CLUSTER_CONFIG_DIR=/clusterconfig --env OPENSHIFT_INSTALL_RELEASE_IMAGE_MIRROR $SERVICE_IMAGE /usr/local/bin/agent-installer-client importCluster", ClusterConfigDir, mounts, clientEnv),
-		"oneshot", "ExecStartPre=/usr/local/bin/wait-for-assisted-service.sh"), true)
+		"/usr/local/bin/import-cluster.sh",
+		"oneshot", "EnvironmentFile="+AddNodesEnv, "Environment=CLUSTER_CONFIG_DIR="+ClusterConfigDir, fmt.Sprintf("Environment=%q", "CONTAINER_MOUNTS="+strings.TrimSpace(mounts)),
+		"ExecStartPre=/usr/local/bin/wait-for-assisted-service.sh"), true)
 	b.unit("agent-register-infraenv.service", containerUnit("Register the infra-env of the new hosts",
 		"agent-import-cluster.service", "Requires=agent-import-cluster.service",
-		fmt.Sprintf("--name=agent-register-infraenv -v %s:/manifests:z%s %s --env IMAGE_TYPE_ISO=full-iso $SERVICE_IMAGE /usr/local/bin/agent-installer-client registerInfraEnv", ManifestsDir, mounts, clientEnv),
-		"oneshot", "ExecStartPre=/usr/local/bin/wait-for-assisted-service.sh"), true)
+		fmt.Sprintf("%s --name=agent-register-infraenv -v %s:/manifests:z%s %s --env IMAGE_TYPE_ISO $SERVICE_IMAGE /usr/local/bin/agent-installer-client registerInfraEnv", podmanRun, ManifestsDir, mounts, clientEnv),
+		"oneshot", "Environment=IMAGE_TYPE_ISO=full-iso", "ExecStartPre=/usr/local/bin/wait-for-assisted-service.sh"), true)
 	b.unit("agent.service", `[Unit]
 Description=Assisted installer agent (registers this host with the local service)
 Wants=network-online.target agent-register-infraenv.service
 After=network-online.target agent-register-infraenv.service
 
 [Service]
-EnvironmentFile=`+AgentImagesEnv+`
 EnvironmentFile=`+RendezvousEnv+`
+EnvironmentFile=`+AgentImagesEnv+`
 EnvironmentFile=`+ServiceEnv+`
+Environment=HTTP_PROXY=
+Environment=http_proxy=
+Environment=HTTPS_PROXY=
+Environment=https_proxy=
+Environment=NO_PROXY=
+Environment=no_proxy=
+ExecStartPre=/usr/bin/podman run --privileged --rm -v /usr/local/bin:/hostbin $AGENT_DOCKER_IMAGE cp /usr/bin/agent /hostbin
 ExecStart=/usr/local/bin/start-agent.sh
+Type=simple
 Restart=always
 RestartSec=3
+StartLimitInterval=0
 TimeoutStartSec=3000
 
 [Install]
@@ -109,12 +137,13 @@ WantedBy=multi-user.target
 `, true)
 	b.unit("apply-host-config.service", containerUnit("Apply the per-MAC host configuration (role, root device hints)",
 		"agent-register-infraenv.service", "Requires=agent-register-infraenv.service",
-		fmt.Sprintf("--name=apply-host-config -v %s:/etc/assisted/hostconfig:z %s --env WORKFLOW_TYPE $SERVICE_IMAGE /usr/local/bin/agent-installer-client configure", HostConfigDir, clientEnv),
-		"oneshot"), true)
+		fmt.Sprintf("%s --name=apply-host-config -v %s:/etc/assisted/hostconfig:z -v %%t/agent-installer:/var/run/agent-installer:z %s --env INFRA_ENV_ID $SERVICE_IMAGE /usr/local/bin/agent-installer-client configure", podmanRun, HostConfigDir, clientEnv),
+		"oneshot", "ExecStartPre=/bin/mkdir -p %t/agent-installer", "ExecStartPre=/usr/local/bin/wait-for-assisted-service.sh"), true)
 	b.unit("agent-add-node.service", `[Unit]
 Description=Install this host into the existing cluster once it is ready
-Wants=agent-import-cluster.service apply-host-config.service
-After=agent-import-cluster.service apply-host-config.service
+Wants=network-online.target
+Requires=apply-host-config.service
+After=network-online.target agent-import-cluster.service apply-host-config.service
 Conflicts=start-cluster-installation.service
 ConditionPathExists=`+AddNodesEnv+`
 
@@ -122,6 +151,7 @@ ConditionPathExists=`+AddNodesEnv+`
 EnvironmentFile=`+RendezvousEnv+`
 EnvironmentFile=`+ServiceEnv+`
 EnvironmentFile=`+AddNodesEnv+`
+ExecStartPre=/usr/local/bin/wait-for-assisted-service.sh
 ExecStart=/usr/local/bin/add-node.sh
 Type=oneshot
 RemainAfterExit=true
@@ -133,8 +163,8 @@ WantedBy=multi-user.target
 `, true)
 	b.unit("set-hostname.service", `[Unit]
 Description=Set the hostname that nodes-config.yaml gives this machine's MAC
-Before=NetworkManager.service agent.service
-DefaultDependencies=no
+Wants=network-online.target
+After=local-fs.target
 
 [Service]
 ExecStart=/usr/local/bin/set-hostname.sh
@@ -170,66 +200,138 @@ RemainAfterExit=true
 [Install]
 WantedBy=multi-user.target
 `, true)
+	// chronyd must answer the chronyc of the agent's NTP step, which runs in
+	// a privileged container (spc_t) with its socket on a container volume:
+	// without this policy the host's NTP validation fails (installer
+	// data/data/agent/files/root/assisted.te and systemd/units/selinux.service).
+	b.file(selinuxModulePath, 0o644, []byte(`module kubectl_assisted_ntp 1.0;
+
+require {
+	type chronyd_t;
+	type container_file_t;
+	type spc_t;
+	class dir search;
+	class sock_file write;
+	class unix_dgram_socket sendto;
+}
+
+# chronyd replies to chronyc running in the agent's container.
+allow chronyd_t container_file_t:dir search;
+allow chronyd_t container_file_t:sock_file write;
+allow chronyd_t spc_t:unix_dgram_socket sendto;
+`))
+	b.unit("assisted-selinux-policy.service", `[Unit]
+Description=SELinux policy letting chronyd answer the agent's NTP check
+Before=agent.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=true
+ExecStartPre=/usr/bin/checkmodule -M -m -o /run/kubectl_assisted_ntp.mod `+selinuxModulePath+`
+ExecStartPre=/usr/bin/semodule_package -o /run/kubectl_assisted_ntp.pp -m /run/kubectl_assisted_ntp.mod
+ExecStart=/usr/sbin/semodule -i /run/kubectl_assisted_ntp.pp
+
+[Install]
+WantedBy=multi-user.target
+`, true)
+	// Multipath disks are seen as one disk by the agent's inventory
+	// (installer data/data/agent/files/etc/multipath.conf, multipathd enabled).
+	b.file("/etc/multipath.conf", 0o644, []byte("defaults {\n    user_friendly_names yes\n    find_multipaths yes\n}\n"))
+	b.unit("multipathd.service", "", true)
+	// podman builds the pod's infra container locally instead of pulling a
+	// pause image, which a disconnected host could not reach (installer
+	// data/data/agent/files/etc/containers/containers.conf).
+	b.file("/etc/containers/containers.conf", 0o644, []byte("[engine]\ninfra_image = \"\"\n"))
 	b.scripts()
 }
 
+const selinuxModulePath = "/usr/local/share/kubectl-assisted/kubectl_assisted_ntp.te"
+
 func (b *builder) scripts() {
 	b.file("/usr/local/bin/wait-for-assisted-service.sh", 0o755, []byte(`#!/bin/bash
-# Wait until the local assisted-service answers.
-until curl -fsS -o /dev/null -H "Authorization: ${USER_AUTH_TOKEN}" "${SERVICE_BASE_URL}api/assisted-install/v2/infra-envs"; do
+# Wait until the local assisted-service answers with this ISO's user token.
+until curl -fsS -o /dev/null -H "Authorization: ${USER_AUTH_TOKEN}" "${SERVICE_BASE_URL%/}/api/assisted-install/v2/infra-envs"; do
   echo "waiting for assisted-service at ${SERVICE_BASE_URL}" >&2
   sleep 5
 done
 `))
+	// Safe to restart: the client's importCluster both creates the cluster
+	// and updates it; when a cluster with this OpenShift cluster id already
+	// exists (a previous run created it and then failed), only the update is
+	// made again, with the same two settings the client sends.
+	b.file("/usr/local/bin/import-cluster.sh", 0o755, []byte(`#!/bin/bash
+set -euo pipefail
+api="${SERVICE_BASE_URL%/}/api/assisted-install/v2"
+auth="Authorization: ${USER_AUTH_TOKEN}"
+existing=$(curl -fsS -H "$auth" "$api/clusters" | jq -r --arg id "$CLUSTER_ID" '[.[] | select(.openshift_cluster_id == $id)][0].id // empty')
+if [ -z "$existing" ]; then
+  # shellcheck disable=SC2086
+  exec /usr/bin/podman run --net host --cidfile="/run/agent-import-cluster.service.ctr-id" --cgroups=no-conmon --log-driver=journald --rm \
+    --pod-id-file=/run/assisted-service-pod.pod-id --replace --name=agent-import-cluster \
+    -v "${CLUSTER_CONFIG_DIR}:/clusterconfig:z" ${CONTAINER_MOUNTS} \
+    --env SERVICE_BASE_URL --env AGENT_AUTH_TOKEN --env USER_AUTH_TOKEN --env WORKFLOW_TYPE \
+    --env CLUSTER_ID --env CLUSTER_NAME --env CLUSTER_API_VIP_DNS_NAME --env OPENSHIFT_INSTALL_RELEASE_IMAGE_MIRROR \
+    --env CLUSTER_CONFIG_DIR=/clusterconfig \
+    "$SERVICE_IMAGE" /usr/local/bin/agent-installer-client importCluster
+fi
+echo "cluster ${CLUSTER_ID} already imported as ${existing}; applying its configuration again" >&2
+body=$(jq -c '{user_managed_networking: .networking.userManagedNetworking}' "${CLUSTER_CONFIG_DIR}/import-cluster-config.json")
+if [ -f "${CLUSTER_CONFIG_DIR}/worker-ignition-endpoint.json" ]; then
+  body=$(jq -c --slurpfile ep "${CLUSTER_CONFIG_DIR}/worker-ignition-endpoint.json" '. + {ignition_endpoint: $ep[0]}' <<<"$body")
+fi
+curl -fsS -o /dev/null -X PATCH -H "$auth" -H "Content-Type: application/json" -d "$body" "$api/clusters/$existing"
+`))
+	// The installer's start-agent.sh looks the infra-env up; this ISO knows
+	// its id (INFRA_ENV_ID), and waits until the service has it.
 	b.file("/usr/local/bin/start-agent.sh", 0o755, []byte(`#!/bin/bash
-# Run the agent against the local service once the infra-env exists.
 set -eu
-api="${SERVICE_BASE_URL}api/assisted-install/v2"
-infra_env_id=""
-until [ -n "$infra_env_id" ]; do
-  infra_env_id=$(curl -fsS -H "Authorization: ${USER_AUTH_TOKEN}" "$api/infra-envs" | jq -r '.[0].id // empty' || true)
-  [ -n "$infra_env_id" ] || sleep 5
+api="${SERVICE_BASE_URL%/}/api/assisted-install/v2"
+until curl -fsS -o /dev/null -H "Authorization: ${USER_AUTH_TOKEN}" "$api/infra-envs/${INFRA_ENV_ID}"; do
+  echo "waiting for infra-env ${INFRA_ENV_ID}" >&2
+  sleep 5
 done
-exec /usr/bin/podman run --privileged --pid=host --net=host --rm \
-  -v /dev:/dev:rw -v /opt:/opt:rw -v /run/systemd/journal/socket:/run/systemd/journal/socket \
-  -v /var/log:/var/log:rw -v /run/media:/run/media:rw -v /etc/pki:/etc/pki:ro \
-  --env PULL_SECRET_TOKEN="${AGENT_AUTH_TOKEN}" --name agent "${AGENT_DOCKER_IMAGE}" \
-  next_step_runner --url "${SERVICE_BASE_URL%/}" --infra-env-id "$infra_env_id" \
-  --agent-version "${AGENT_DOCKER_IMAGE}" --insecure=true
+export PULL_SECRET_TOKEN="${AGENT_AUTH_TOKEN}"
+exec /usr/local/bin/agent --url "${SERVICE_BASE_URL%/}" --infra-env-id "${INFRA_ENV_ID}" --agent-version "${AGENT_DOCKER_IMAGE}" --insecure=true
 `))
 	b.file("/usr/local/bin/add-node.sh", 0o755, []byte(`#!/bin/bash
 # Start the installation of this host once the local service says it is known.
 set -u
-api="${SERVICE_BASE_URL}api/assisted-install/v2"
-auth=(-H "Authorization: ${USER_AUTH_TOKEN}")
+api="${SERVICE_BASE_URL%/}/api/assisted-install/v2"
+auth="Authorization: ${USER_AUTH_TOKEN}"
 issue=/etc/issue.d/90_add-node.issue
+status=""
 while :; do
-  infra_env_id=$(curl -fsS "${auth[@]}" "$api/infra-envs" | jq -r '.[0].id // empty')
-  if [ -n "$infra_env_id" ]; then
-    host=$(curl -fsS "${auth[@]}" "$api/infra-envs/$infra_env_id/hosts" | jq -c '.[0] // empty')
-    status=$(jq -r '.status // empty' <<<"$host")
-    if [ "$status" = known ]; then
-      host_id=$(jq -r .id <<<"$host")
-      code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "${auth[@]}" "$api/infra-envs/$infra_env_id/hosts/$host_id/actions/install")
-      if [ "$code" = 202 ]; then
-        echo "Host installation started" | tee "$issue"
-        exit 0
-      fi
-      echo "install request failed with HTTP $code" >&2
-      exit 1
+  host=$(curl -fsS -H "$auth" "$api/infra-envs/${INFRA_ENV_ID}/hosts" | jq -c '.[0] // empty')
+  status=$(jq -r '.status // empty' <<<"$host")
+  case "$status" in
+  known)
+    host_id=$(jq -r .id <<<"$host")
+    code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "$auth" "$api/infra-envs/${INFRA_ENV_ID}/hosts/$host_id/actions/install")
+    if [ "$code" = 202 ]; then
+      echo "Host installation started" | tee "$issue"
+      exit 0
     fi
-  fi
+    echo "install request failed with HTTP $code" >&2
+    exit 1
+    ;;
+  installing*|added-to-existing-cluster|preparing*)
+    # A restart after the install request: nothing more to do.
+    echo "Host installation started" | tee "$issue"
+    exit 0
+    ;;
+  esac
   echo "Waiting for the host to be ready (status: ${status:-unknown})" >"$issue"
   sleep 10
 done
 `))
 	b.file("/usr/local/bin/set-hostname.sh", 0o755, []byte(`#!/bin/bash
-# Set the hostname configured for one of this machine's MACs.
+# Set the hostname configured for this machine's MAC (nodes-config.yaml's
+# first interface of the host).
 for nic in /sys/class/net/*; do
   mac=$(cat "$nic/address" 2>/dev/null) || continue
   f="`+HostnamesDir+`/$mac"
   if [ -s "$f" ]; then
-    hostnamectl set-hostname --static --transient "$(cat "$f")"
+    hostnamectl set-hostname "$(cat "$f")"
     exit 0
   fi
 done

@@ -96,3 +96,43 @@ func TestApprovalRefusedByAPIServer(t *testing.T) {
 		t.Fatalf("%d 'cannot approve' events, want 1", n)
 	}
 }
+
+// A look-alike CSR (same node name, wrong requester) stays pending and is
+// refused; once the host's own client CSR is approved, the refused one is
+// listed among the host's CSRs but is not the host's outcome: the host is
+// simply not Ready yet.
+func TestRogueCSRNotTheHostsOutcome(t *testing.T) {
+	rogue := bootstrapCSR(t, "csr-rogue", "extra-worker-0")
+	rogue.Spec.Username = "system:serviceaccount:default:mallory"
+	rogue.Spec.Groups = []string{"system:serviceaccounts", "system:authenticated"}
+	kube := fake.NewClientset(bootstrapCSR(t, "csr-1", "extra-worker-0"), rogue)
+	res, _ := runApproving(t, kube)
+	if res.Outcome == OutcomeCSRBlocked || strings.Contains(res.Hosts[0].Problem, "csr-rogue") {
+		t.Fatalf("outcome %s problem %q: a refused look-alike became the host's outcome", res.Outcome, res.Hosts[0].Problem)
+	}
+	if res.Outcome != OutcomeTimeout {
+		t.Fatalf("outcome %s, want Timeout (no Node yet)", res.Outcome)
+	}
+	decisions := map[string]string{}
+	for _, c := range res.Hosts[0].CSRs {
+		decisions[c.Name] = c.Decision
+	}
+	if decisions["csr-1"] != "approved" || decisions["csr-rogue"] != "refused" {
+		t.Fatalf("decisions %v", decisions)
+	}
+	got, _ := kube.CertificatesV1().CertificateSigningRequests().Get(context.Background(), "csr-rogue", metav1.GetOptions{})
+	if len(got.Status.Conditions) != 0 {
+		t.Fatalf("rogue CSR was acted on: %+v", got.Status.Conditions)
+	}
+}
+
+// Without an approved CSR of its own, a refused CSR claiming the host is
+// still what holds it back.
+func TestRefusedCSRBlocksWhenHostHasNoneApproved(t *testing.T) {
+	rogue := bootstrapCSR(t, "csr-rogue", "extra-worker-0")
+	rogue.Spec.Username = "system:serviceaccount:default:mallory"
+	res, _ := runApproving(t, fake.NewClientset(rogue))
+	if res.Outcome != OutcomeCSRBlocked || !strings.Contains(res.Hosts[0].Problem, "csr-rogue") {
+		t.Fatalf("outcome %s problem %q", res.Outcome, res.Hosts[0].Problem)
+	}
+}

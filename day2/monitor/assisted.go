@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/kubectl-assisted/kubectl-assisted/day2/authtoken"
 )
 
 // AssistedBasePath is where the assisted-service REST API lives on a host
@@ -21,6 +23,28 @@ const AssistedBasePath = "/api/assisted-install/v2"
 // security definition, which is what ListInfraEnvs, v2ListClusters and
 // v2GetCluster accept besides user auth.
 const WatcherAuthHeader = "Watcher-Authorization"
+
+// UserAuthHeader carries a user token (the swagger spec's userAuth).
+const UserAuthHeader = "Authorization"
+
+// AuthHeaderFor says which header a token goes in. A 4.18+ watcher token (its
+// auth_scheme claim is watcherAuth) goes in Watcher-Authorization; the 4.17
+// service has no watcherAuth scheme and takes its single token (claims
+// infra_env_id and exp, no auth_scheme) as a user token in Authorization
+// (assisted-service release-4.17 swagger.yaml securityDefinitions and
+// pkg/auth/agent_local_authenticator.go). A token that is not a JWT is sent
+// as a watcher token.
+func AuthHeaderFor(token string) string {
+	c, err := authtoken.DecodeClaims(token)
+	if err != nil {
+		return WatcherAuthHeader
+	}
+	switch c.AuthScheme {
+	case "", authtoken.SchemeUser:
+		return UserAuthHeader
+	}
+	return WatcherAuthHeader
+}
 
 // ErrUnauthorized is returned when the host's assisted-service refuses the token.
 var ErrUnauthorized = errors.New("assisted-service refused the token (check Secret openshift-config/agent-auth-token: the ISO and the token must come from the same add-nodes run)")
@@ -138,7 +162,7 @@ func (c *assistedClient) get(ctx context.Context, url string, into any) error {
 	}
 	req.Header.Set("Accept", "application/json")
 	if c.token != "" {
-		req.Header.Set(WatcherAuthHeader, c.token)
+		req.Header.Set(AuthHeaderFor(c.token), c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

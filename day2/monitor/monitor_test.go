@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kubectl-assisted/kubectl-assisted/day2/authtoken"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -195,5 +196,26 @@ func TestReadAuthToken(t *testing.T) {
 	}
 	if _, err := ReadAuthToken(context.Background(), fake.NewClientset()); err == nil || !strings.Contains(err.Error(), "openshift-config/agent-auth-token") {
 		t.Fatalf("missing secret: %v", err)
+	}
+}
+
+// Each version's token goes in the header its service reads: a 4.17 token
+// (no auth_scheme claim) in Authorization, a 4.18+ watcher token in
+// Watcher-Authorization (assisted-service release-4.17 and release-4.18
+// swagger.yaml securityDefinitions; release-4.18 agent_local_authz_handler.go).
+func TestAuthHeaderFor(t *testing.T) {
+	now := time.Now()
+	single, err := authtoken.Mint(authtoken.KindSingle, "ie", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per, err := authtoken.Mint(authtoken.KindPerScheme, "", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tok, want := range map[string]string{single.Agent: "Authorization", per.Watcher: "Watcher-Authorization", per.User: "Authorization", "opaque": "Watcher-Authorization"} {
+		if got := AuthHeaderFor(tok); got != want {
+			t.Errorf("%.20s...: header %s, want %s", tok, got, want)
+		}
 	}
 }

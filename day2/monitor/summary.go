@@ -58,6 +58,12 @@ func (m *monitor) problem(h *hostState) (Outcome, string) {
 		if c.State != "Pending" || c.Kind == "other" {
 			continue
 		}
+		if h.ownCSRApproved(c.Kind) {
+			// The host's own CSR of this kind is approved: this pending one
+			// is a look-alike. It stays listed (with its decision) in the
+			// host's CSRs and never becomes the host's outcome.
+			continue
+		}
 		switch c.Decision {
 		case "refused":
 			return OutcomeCSRBlocked, fmt.Sprintf("%s CSR %s is pending and was not approved: %s", c.Kind, c.Name, strings.Join(c.Reasons, "; "))
@@ -151,4 +157,15 @@ func (m *monitor) snapshot(o Outcome) *Result {
 		r.OtherCSRs = append(r.OtherCSRs, *m.other[n])
 	}
 	return r
+}
+
+// ownCSRApproved reports whether the host's CSR of kind (client or serving)
+// was approved, by this run or by someone else.
+func (h *hostState) ownCSRApproved(kind string) bool {
+	st := StageFirstCSRApproved
+	if kind == "serving" {
+		st = StageSecondCSRApproved
+	}
+	_, ok := h.reached[st]
+	return ok
 }

@@ -166,6 +166,10 @@ func Create(ctx context.Context, o Options) (*Result, error) {
 	if err := Validate(o.Nodes, info); err != nil {
 		return nil, err
 	}
+	profile, err := ignition.ProfileFor(info.Version)
+	if err != nil {
+		return nil, err
+	}
 	arch := o.Nodes.Architecture(nodesconfig.Cluster{Architecture: info.Architecture})
 	res.Architecture = arch
 	if o.BaseISO != "" {
@@ -188,13 +192,20 @@ func Create(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	o.progress("Preparing the agent authentication token")
-	tok, err := o.token(ctx, info, now(), res)
+	infraEnvID, err := uuid4()
+	if err != nil {
+		return nil, err
+	}
+	tok, err := o.token(ctx, info, profile.Tokens, infraEnvID, now(), res)
 	if err != nil {
 		return nil, err
 	}
 	res.TokenExpiresAt, res.TokenReused = tok.ExpiresAt, tok.Reused
 	if o.SaveProfile != "" {
-		info.AuthToken = &clusterinfo.AuthToken{Token: tok.Token, PublicKey: tok.PublicKey, ExpiresAt: tok.ExpiresAt}
+		info.AuthToken = &clusterinfo.AuthToken{Token: tok.Agent, PublicKey: tok.PublicKey, ExpiresAt: tok.ExpiresAt}
+		if tok.Kind == authtoken.KindPerScheme {
+			info.AuthToken.UserToken, info.AuthToken.WatcherToken = tok.User, tok.Watcher
+		}
 		if err := info.SaveProfile(o.SaveProfile); err != nil {
 			return nil, fmt.Errorf("save cluster profile: %w", err)
 		}
@@ -230,7 +241,7 @@ func Create(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ign, err := ignition.Marshal(ignition.Input{Cluster: info, Nodes: o.Nodes, Arch: arch, Payload: payload, Token: tok, DBPassword: dbPass})
+	ign, err := ignition.Marshal(ignition.Input{Cluster: info, Nodes: o.Nodes, Arch: arch, Payload: payload, Profile: profile, Token: tok, InfraEnvID: infraEnvID, DBPassword: dbPass})
 	if err != nil {
 		return nil, err
 	}
@@ -256,22 +267,18 @@ func fipsArgs(fips bool) []string {
 	return nil
 }
 
-func (o *Options) token(ctx context.Context, info *clusterinfo.Info, now time.Time, res *Result) (*authtoken.Token, error) {
-	infraEnvID, err := uuid4()
-	if err != nil {
-		return nil, err
-	}
+func (o *Options) token(ctx context.Context, info *clusterinfo.Info, kind authtoken.Kind, infraEnvID string, now time.Time, res *Result) (*authtoken.Set, error) {
 	if o.Kube != nil {
-		return authtoken.Ensure(ctx, o.Kube, infraEnvID, now)
+		return authtoken.Ensure(ctx, o.Kube, kind, infraEnvID, now)
 	}
 	if t := info.AuthToken; t != nil {
-		if tok, err := authtoken.Parse(t.Token, t.PublicKey); err == nil && tok.Usable(now) {
+		if tok, err := authtoken.Load(kind, t.Token, t.UserToken, t.WatcherToken, t.PublicKey); err == nil && tok.Usable(now) {
 			tok.Reused = true
 			return tok, nil
 		}
 	}
 	o.warn(res, "offline build: the profile holds no token valid for more than 24h, so a new one was minted; it is not stored in the cluster, so `add-nodes monitor` cannot read it from %s/%s", authtoken.Namespace, authtoken.SecretName)
-	return authtoken.Mint(infraEnvID, now)
+	return authtoken.Mint(kind, infraEnvID, now)
 }
 
 // openBase returns the base ISO stream: the local file or the payload's.

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/crypto/ssh"
+
 	"sigs.k8s.io/yaml"
 )
 
@@ -106,6 +108,7 @@ func (p Problems) Err() error {
 
 var (
 	macRE      = regexp.MustCompile(`^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$`)
+	hctlRE     = regexp.MustCompile(`^[0-9]+:[0-9]+:[0-9]+:[0-9]+$`)
 	hostnameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 )
 
@@ -122,6 +125,12 @@ func (c *Config) Validate() error {
 	case "", "amd64", "x86_64", "arm64", "aarch64", "ppc64le", "s390x":
 	default:
 		p = append(p, fmt.Sprintf("cpuArchitecture %q is not supported: use amd64, arm64, ppc64le or s390x", c.CPUArchitecture))
+	}
+	if k := strings.TrimSpace(c.SSHKey); k != "" {
+		// As the installer's validate.SSHPublicKey: one authorized_keys line.
+		if _, _, _, rest, err := ssh.ParseAuthorizedKey([]byte(k)); err != nil || len(bytes.TrimSpace(rest)) > 0 {
+			p = append(p, "sshKey is not a valid SSH public key (one authorized_keys line, such as \"ssh-ed25519 AAAA... user@host\")")
+		}
 	}
 	seenMAC := map[string]int{}
 	seenHost := map[string]int{}
@@ -165,6 +174,9 @@ func (c *Config) Validate() error {
 			}
 			if rdh.DeviceName != "" && !strings.HasPrefix(rdh.DeviceName, "/dev/") {
 				p = append(p, fmt.Sprintf("%s: rootDeviceHints.deviceName %q must be a path under /dev/", who, rdh.DeviceName))
+			}
+			if rdh.HCTL != "" && !hctlRE.MatchString(rdh.HCTL) {
+				p = append(p, fmt.Sprintf("%s: rootDeviceHints.hctl %q is not Host:Channel:Target:Lun (four numbers, such as 1:0:0:0)", who, rdh.HCTL))
 			}
 			if rdh.MinSizeGigabytes < 0 {
 				p = append(p, fmt.Sprintf("%s: rootDeviceHints.minSizeGigabytes must not be negative", who))

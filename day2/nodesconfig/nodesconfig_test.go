@@ -7,7 +7,7 @@ import (
 
 const good = `
 cpuArchitecture: amd64
-sshKey: ssh-ed25519 AAAA test
+sshKey: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG5vZGVzY29uZmlndGVzdDAwMDAwMDAwMDAwMDAwMDAw test
 hosts:
 - hostname: extra-worker-0
   role: worker
@@ -94,5 +94,23 @@ func TestValidate_AllProblemsAtOnce(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The installer validates sshKey as an SSH public key and root device hint
+// HCTL as four numbers; both fail before any work here too.
+func TestValidate_SSHKeyAndHCTL(t *testing.T) {
+	c := &Config{SSHKey: "ssh-ed25519 not-base64 user", Hosts: []Host{{
+		Interfaces:      []Interface{{Name: "eth0", MACAddress: "00:f4:3d:a0:0e:2b"}},
+		RootDeviceHints: &RootDeviceHints{HCTL: "1:0:0"},
+	}}}
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "sshKey is not a valid SSH public key") || !strings.Contains(err.Error(), `hctl "1:0:0"`) {
+		t.Fatalf("err = %v", err)
+	}
+	c.SSHKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG5vZGVzY29uZmlndGVzdDAwMDAwMDAwMDAwMDAwMDAw core@example"
+	c.Hosts[0].RootDeviceHints.HCTL = "1:0:0:0"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

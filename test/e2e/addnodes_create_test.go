@@ -14,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-assisted/kubectl-assisted/day2/authtoken"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
 	"github.com/kubectl-assisted/kubectl-assisted/test/synthetic"
 )
@@ -279,7 +280,10 @@ func TestAddNodesCreate_ISOFromReleasePayloadThroughMirror(t *testing.T) {
 		URL *string `json:"url"`
 		CA  *string `json:"ca_certificate"`
 	}{&ep.URL, &ep.CACertificate})
-	if ep.URL != "https://api-int.ostest.test.metalkube.org:22623/config" || ep.CACertificate != testMCSCA {
+	// ca_certificate stays base64 (assisted-service wraps it as a data URL;
+	// the agent base64-decodes it): release-4.19 cmd/agentbasedinstaller/import.go,
+	// internal/host/hostcommands/api_vip_connectivity_check_cmd.go.
+	if ep.URL != "https://api-int.ostest.test.metalkube.org:22623/config" || ep.CACertificate != base64.StdEncoding.EncodeToString([]byte(testMCSCA)) {
 		t.Errorf("worker-ignition-endpoint.json = %+v", ep)
 	}
 	if s := c.mustFile(t, "/etc/assisted/clusterconfig/import-cluster-config.json"); s != `{"networking":{"userManagedNetworking":false}}` {
@@ -301,6 +305,16 @@ func TestAddNodesCreate_ISOFromReleasePayloadThroughMirror(t *testing.T) {
 	svc := env(c.mustFile(t, "/usr/local/share/assisted-service/assisted-service.env"))
 	if svc["AGENT_AUTH_TOKEN"] != string(sec.Data["agentAuthToken"]) || svc["EC_PUBLIC_KEY_PEM"] != string(sec.Data["authTokenPublicKey"]) || svc["AUTH_TYPE"] != "agent-installer-local" {
 		t.Errorf("assisted-service.env token/key do not match the cluster's secret")
+	}
+	// 4.17 (this fixture's version): one token with claims {infra_env_id, exp},
+	// the infra_env_id the ISO's INFRA_ENV_ID (assisted-service release-4.17
+	// pkg/auth/agent_local_authenticator.go requires the claim); no 4.18 keys.
+	claims, err := authtoken.Verify(svc["AGENT_AUTH_TOKEN"], svc["EC_PUBLIC_KEY_PEM"])
+	if err != nil || claims.AuthScheme != "" || claims.InfraEnvID == "" || claims.InfraEnvID != svc["INFRA_ENV_ID"] || svc["USER_AUTH_TOKEN"] != svc["AGENT_AUTH_TOKEN"] {
+		t.Errorf("4.17 token: claims %+v, err %v", claims, err)
+	}
+	if _, ok := sec.Data["userAuthToken"]; ok {
+		t.Errorf("a 4.17 build stored a userAuthToken")
 	}
 	if sec.Annotations["expiresAt"] != res.TokenExpiresAt.UTC().Format(time.RFC3339) {
 		t.Errorf("secret expiresAt %q, result %v", sec.Annotations["expiresAt"], res.TokenExpiresAt)

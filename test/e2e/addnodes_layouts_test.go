@@ -238,7 +238,7 @@ func TestAddNodesCreate_SingleHostFlagsAndPXE(t *testing.T) {
 	base := fixtureISO(t, "embed-areas-2023-07.x86_64.iso")
 	e := newDay2Env(t, map[string][]byte{"x86_64": []byte("unused")}, func(o *synthetic.ClusterOptions) { o.FIPS = true })
 	nm := writeFile(t, "nmstate.yaml", "interfaces:\n- name: eth0\n  type: ethernet\n  ipv4: {enabled: true, address: [{ip: 192.168.111.40, prefix-length: 24}]}\n")
-	key := writeFile(t, "id.pub", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKat0HostKey user@host\n")
+	key := writeFile(t, "id.pub", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGthdDBIb3N0S2V5MDAwMDAwMDAwMDAwMDAwMDAwMDAw user@host\n")
 	out := filepath.Join(t.TempDir(), "out")
 	res := decodeResult(t, e.create(t, "--mac-address", "00:f4:3d:a0:0e:99", "--hostname", "extra-worker-9", "--root-device-hint", "minSizeGigabytes:100",
 		"--network-config-path", nm, "--ssh-key-path", key, "--dir", out, "--base-iso", base, "-o", "json"))
@@ -251,7 +251,7 @@ func TestAddNodesCreate_SingleHostFlagsAndPXE(t *testing.T) {
 	if s := c.mustFile(t, "/etc/assisted/network/extra-worker-9/mac_interface.ini"); s != "00:f4:3d:a0:0e:99=eth0\n" {
 		t.Fatalf("mac_interface.ini = %q", s)
 	}
-	if k := c.Passwd.Users[0].SSHAuthorizedKeys[0]; !strings.Contains(k, "Kat0HostKey") {
+	if k := c.Passwd.Users[0].SSHAuthorizedKeys[0]; !strings.Contains(k, "AAAAIGthdDBIb3N0S2V5MDAw") {
 		t.Fatalf("ssh key %q: --ssh-key-path must override the cluster's", k)
 	}
 	_ = res
