@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/resources"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
@@ -25,7 +26,7 @@ const (
 	ExitBundleDecrypt     = 4 // no identity, or the wrong one
 	ExitBundleVersion     = 5 // a format major version this plugin does not read
 	ExitBundleFormat      = 6 // not a bundle, or content that does not decode
-	ExitBundleUnsafeEntry = 7 // a tar entry that would land outside the extraction root
+	ExitBundleUnsafeEntry = 7 // a tar entry that would land outside the extraction root, or SQL Dump does not write
 )
 
 // registryOptions turns the registry flags into the bundle package's options.
@@ -121,6 +122,8 @@ func bundleError(err error) error {
 		return clierr.New(err, "Pass --identity with the age identity file of a recipient given at creation ('bundle inspect' lists the recipients' fingerprints).", ExitBundleDecrypt)
 	case errors.As(err, &ve):
 		return clierr.New(err, "", ExitBundleVersion)
+	case errors.Is(err, pg.ErrUnsafeSQL):
+		return clierr.New(err, "The bundle was not made by kubectl-assisted or was tampered with; nothing from it was run or written.", ExitBundleUnsafeEntry)
 	case errors.As(err, &ue):
 		return clierr.New(err, "The bundle was not made by kubectl-assisted or was tampered with; nothing was written.", ExitBundleUnsafeEntry)
 	case errors.As(err, &fe), errors.As(err, &te), errors.As(err, &re):
