@@ -147,7 +147,7 @@ func addColumn(col string) func(pre, post *[]ddlEntry) {
 // that the dump never writes (roles, functions, triggers, COPY TO PROGRAM,
 // smuggled COMMITs, several statements in one entry, functions in defaults,
 // types that are not types, grants, extensions, ...) are refused by `bundle
-// verify`, by `restore --dry-run=client` and by `restore`, each with exit 7
+// verify`, `bundle extract`, `restore --dry-run=client` and `restore`, each with exit 7
 // ("unsafe content") and a message naming the entry, and the target is left
 // exactly as it was: no role, table, function, trigger or extension, and the
 // marker file that COPY TO PROGRAM or ALTER SYSTEM would create is absent.
@@ -234,8 +234,10 @@ func TestHostileSQL_RefusedEverywhere(t *testing.T) {
 			dataDir := filepath.Join(t.TempDir(), "data")
 			restoreArgs := []string{"restore", ref, "--identity", identity, "--db", db.URL, "--data-dir", dataDir,
 				"--skip-files", "--skip-resources", "--kubeconfig", kubeconfig, "-n", ns}
+			extractDir := filepath.Join(t.TempDir(), "extracted")
 			for _, args := range [][]string{
 				{"bundle", "verify", ref, "--identity", identity},
+				{"bundle", "extract", ref, "--identity", identity, "--dir", extractDir},
 				append(append([]string(nil), restoreArgs...), "--dry-run=client"),
 				restoreArgs,
 			} {
@@ -248,6 +250,9 @@ func TestHostileSQL_RefusedEverywhere(t *testing.T) {
 				}
 			}
 			assertUntouched(t, db.URL, role, marker)
+			if entries, _ := os.ReadDir(filepath.Dir(extractDir)); len(entries) != 0 {
+				t.Errorf("the refused extract left %v", entries)
+			}
 			if _, err := os.Stat(dataDir); err == nil {
 				t.Error("the refused restore created the data directory")
 			}
