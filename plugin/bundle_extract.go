@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -174,9 +175,15 @@ func (o *BundleExtractOptions) extract(cmd *cobra.Command, opts bundle.OpenOptio
 		if err != nil {
 			return nil, err
 		}
-		out.DatabaseBytes, err = writeFile(filepath.Join(stage, "database.dump"), rc)
+		dump := filepath.Join(stage, "database.dump")
+		out.DatabaseBytes, err = writeFile(dump, rc)
 		rc.Close()
 		if err != nil {
+			return nil, err
+		}
+		// The same check as verify (statements included): an unsafe dump
+		// never reaches --dir (the stage is removed on error).
+		if err := verifyDumpFile(ctx, dump); err != nil {
 			return nil, err
 		}
 	}
@@ -222,4 +229,14 @@ func writeFile(path string, r io.Reader) (int64, error) {
 		err = cerr
 	}
 	return n, err
+}
+
+// verifyDumpFile checks an extracted database stream as bundle verify does.
+func verifyDumpFile(ctx context.Context, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return checkDatabaseLayer(ctx, f)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/resources"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
@@ -25,7 +26,7 @@ const (
 	ExitBundleDecrypt     = 4 // no identity, or the wrong one
 	ExitBundleVersion     = 5 // a format major version this plugin does not read, or inconsistent versions
 	ExitBundleFormat      = 6 // not a bundle, or content that does not decode
-	ExitBundleUnsafeEntry = 7 // unsafe content: outside the root, oversize, special bits, beyond the declared sizes
+	ExitBundleUnsafeEntry = 7 // unsafe content: outside the root, oversize, special bits, beyond the declared sizes, SQL Dump does not write
 	ExitBundleMissingBlob = 8 // a blob the manifest references is not stored
 )
 
@@ -38,7 +39,8 @@ does not decode or holds less than its metadata declares; 7 unsafe content (an e
 outside the root, a device or FIFO, a sparse file, a name over 255 bytes or a path over
 4095, an extended attribute outside user.* or over the Linux limits, a setuid, setgid
 or sticky bit without --preserve-special-bits, more entries or bytes than the metadata
-declares, a name or attribute the target filesystem cannot hold); 8 a blob the manifest
+declares, a name or attribute the target filesystem cannot hold, a database statement
+that is not one a dump writes); 8 a blob the manifest
 references is missing; 9 not signed by a --signer key (unsigned, another key, or
 altered), checked before anything else is read`
 
@@ -145,6 +147,8 @@ func bundleError(err error) error {
 		return clierr.New(err, "", ExitBundleVersion)
 	case errors.As(err, &vm):
 		return clierr.New(err, "The bundle was edited after it was created; nothing was written.", ExitBundleVersion)
+	case errors.Is(err, pg.ErrUnsafeSQL):
+		return clierr.New(err, "The bundle was not made by kubectl-assisted or was tampered with; nothing from it was run or written.", ExitBundleUnsafeEntry)
 	case errors.As(err, &ue):
 		return clierr.New(err, "The bundle was not made by kubectl-assisted or was tampered with; nothing was written.", ExitBundleUnsafeEntry)
 	case errors.As(err, &tg) && tg.NoSpace:

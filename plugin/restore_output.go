@@ -139,6 +139,9 @@ func printRestoreResult(w io.Writer, caller string, r *RestoreResult) error {
 	if d := r.Database; d != nil && d.RolledBack {
 		fmt.Fprintf(w, "  database   %d tables, %d rows loaded and checked, then rolled back\n", d.Tables, d.Rows)
 	}
+	if d := r.Database; d != nil && d.NotLoaded {
+		fmt.Fprintf(w, "  database   %d tables, %d rows verified; target checked read-only, nothing loaded\n", d.Tables, d.Rows)
+	}
 	if rep := r.Resources; rep != nil {
 		fmt.Fprintln(w, "Objects:")
 		for _, res := range rep.Results {

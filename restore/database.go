@@ -77,6 +77,43 @@ func (r *runner) loadDatabase(ctx context.Context, dry bool, started time.Time) 
 	return counts, nil
 }
 
+// dryRunDatabase is the database part of a dry run. A client dry run runs
+// nothing from the bundle on the target and writes nothing there: the stream
+// was verified (every statement checked) by verifyBundle, and pg.Preflight
+// checks the target in a READ ONLY transaction. A server dry run and a drift
+// check need the rows (kube keys, re-created objects), so they load them in a
+// transaction that is always rolled back; only checked statements run.
+func (r *runner) dryRunDatabase(ctx context.Context) error {
+	if r.o.Diff || r.o.DryRun != resources.DryRunClient {
+		_, err := r.loadDatabase(ctx, true, r.now())
+		return err
+	}
+	rc, err := r.b.Database(ctx)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if err := pg.Preflight(ctx, r.o.TargetDB, rc, pg.PreflightOptions{Replace: r.o.Replace || r.dbResume}); err != nil {
+		return fmt.Errorf("check the target database: %w; nothing was changed", err)
+	}
+	r.check("the database layer can be restored into the target database (checked read-only; no row loaded)")
+	res := &DatabaseResult{NotLoaded: true}
+	if m := r.b.Metadata.Database; m != nil {
+		res.Tables, res.Bytes = len(m.Tables), m.Bytes
+		for _, t := range m.Tables {
+			res.Rows += t.Rows
+		}
+	}
+	r.res.Database = res
+	switch {
+	case r.recreate && !r.o.SkipResources:
+		r.warn("a client dry run does not load the rows, so the resources re-created from them were not built or checked: use --dry-run=server (rolled-back load) or --diff for that")
+	case r.writeKeys:
+		r.warn("a client dry run does not load the rows, so the kube keys were not matched against them: use --dry-run=server (rolled-back load) for that")
+	}
+	return nil
+}
+
 func (r *runner) beforeCommit(ctx context.Context, tx pgx.Tx, dry bool, started time.Time) error {
 	// The engine restores with an empty search_path; assisted-service's
 	// tables, which the kube keys and re-created resources read, are in public.

@@ -57,6 +57,9 @@ type DatabaseResult struct {
 	// RolledBack is true for a dry run or drift check: the rows were loaded
 	// and checked, then the transaction was rolled back.
 	RolledBack bool `json:"rolledBack,omitempty"`
+	// NotLoaded is true for a client dry run: the layer was verified and the
+	// target checked in a read-only transaction; nothing was sent or loaded.
+	NotLoaded bool `json:"notLoaded,omitempty"`
 }
 
 // AuthResult says what the auth phase found or created.

@@ -465,12 +465,13 @@ func (e *targetNotEmpty) Error() string        { return e.err.Error() + "; nothi
 func (e *targetNotEmpty) Unwrap() error        { return e.err }
 func (e *targetNotEmpty) Is(target error) bool { return target == ErrTargetNotEmpty }
 
-// dryRun loads the database in a transaction that is rolled back (kube keys,
-// re-created objects and their drift checked inside it), then applies the
-// resources as a dry run. Nothing is written.
+// dryRun checks the database without loading it (client), or loads it in a
+// transaction that is rolled back (server, diff: kube keys, re-created
+// objects and their drift checked inside it), then applies the resources as
+// a dry run. Nothing is written.
 func (r *runner) dryRun(ctx context.Context) error {
 	if !r.o.SkipDatabase {
-		if _, err := r.loadDatabase(ctx, true, r.now()); err != nil {
+		if err := r.dryRunDatabase(ctx); err != nil {
 			return err
 		}
 	}

@@ -29,6 +29,16 @@
 // server's own deparsers (format_type, pg_get_expr, pg_get_constraintdef,
 // pg_get_indexdef) with an empty search_path, so it is schema-qualified.
 //
+// No SQL of a stream is trusted: Verify and Restore parse every pre-data and
+// post-data statement with PostgreSQL's grammar (libpg_query as WebAssembly,
+// github.com/wasilibs/go-pgquery) before anything runs, and refuse
+// (ErrUnsafeSQL, *UnsafeSQLError) any entry that is not exactly one statement
+// of the shape its kind allows (sqlcheck.go; docs/bundle-format.md lists
+// them): objects in the header's schemas only, the header's tables only,
+// built-in, stream-created or allowed-extension types only, expressions of
+// constants, columns, casts, operators and a fixed list of side-effect-free
+// functions only. Preflight checks a target read-only, for a dry run.
+//
 // Dump refuses (ErrUnsupportedObject) what it cannot reproduce rather than
 // lose it: views, materialized views, functions, procedures, triggers, rules,
 // row-level security, partitioned or inherited tables, foreign tables,
@@ -37,7 +47,7 @@
 // the user who restores (source and target roles differ). Planner statistics
 // are rebuilt by ANALYZE.
 //
-// # Stream format (version 1.0)
+// # Stream format (version 1.1)
 //
 // The stream is an uncompressed POSIX tar (ustar) archive; the caller
 // compresses and encrypts it. Members have mode 0600 and time 0, so the same
@@ -79,7 +89,8 @@
 // newlines counts rows.
 //
 // Versioning: a minor version only adds JSON fields, which older readers
-// ignore; anything else (a new member, a changed meaning) is a new major, and a
+// ignore, or makes explicit a rule writers already followed (1.1: the
+// statement rules, applied by readers to every version); anything else (a new member, a changed meaning) is a new major, and a
 // reader refuses a newer major (ErrUnsupportedFormat).
 // Anything out of order, unknown, truncated or oversized (metadata members are
 // limited to 64 MiB) is ErrCorruptStream; counts or checksums that disagree are

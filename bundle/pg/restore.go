@@ -31,8 +31,8 @@ func Restore(ctx context.Context, connString string, r io.Reader, opts RestoreOp
 	if err := sr.readHeader(); err != nil {
 		return nil, err
 	}
-	var pre streamDDL
-	if err := sr.readJSON(memberPreData, &pre); err != nil {
+	pre, err := sr.readPreData()
+	if err != nil {
 		return nil, err
 	}
 
@@ -64,7 +64,7 @@ func Restore(ctx context.Context, connString string, r io.Reader, opts RestoreOp
 
 	rs := &restorer{conn: conn, tx: tx, sr: sr, opts: opts, log: log, readback: readback,
 		targetVersion: targetVersionStr, targetVersionNum: targetVersion}
-	summary, err := rs.run(ctx, pre.Objects)
+	summary, err := rs.run(ctx, pre)
 	if err != nil {
 		return nil, err
 	}

@@ -15,8 +15,10 @@ const (
 	// FormatMajor changes when an older reader could misread a stream; readers
 	// refuse a newer major. Minor versions only add fields or members.
 	FormatMajor = 1
-	// FormatMinor is the minor version this code writes.
-	FormatMinor = 0
+	// FormatMinor is the minor version this code writes. 1.1: every
+	// pre-data and post-data entry is one statement of the kinds and shapes
+	// the package documentation lists (readers of every version check them).
+	FormatMinor = 1
 
 	memberHeader   = "header.json"
 	memberPreData  = "pre-data.json"

@@ -14,14 +14,16 @@ func buildStream(t testing.TB, chunk int, tables map[string]string, order []stri
 	t.Helper()
 	var buf bytes.Buffer
 	sw := newStreamWriter(&buf)
-	h := streamHeader{Format: FormatName, Version: "1.0", ServerVersion: "15.0", Settings: map[string]string{}}
+	h := streamHeader{Format: FormatName, Version: "1.0", ServerVersion: "15.0", Settings: map[string]string{}, Schemas: []string{"public"}}
+	pre := []object{{Kind: "SCHEMA", Schema: "public", Name: "public", SQL: `CREATE SCHEMA "public"`}}
 	for _, name := range order {
 		h.Tables = append(h.Tables, streamTable{Schema: "public", Name: name, Columns: []string{"a", "b"}})
+		pre = append(pre, object{Kind: "TABLE", Schema: "public", Name: name, SQL: "CREATE TABLE " + qualified("public", name) + ` ("a" integer, "b" text)`})
 	}
 	if err := sw.json(memberHeader, h); err != nil {
 		t.Fatal(err)
 	}
-	if err := sw.json(memberPreData, streamDDL{Objects: []object{{Kind: "TABLE", Schema: "public", Name: "x", SQL: "CREATE TABLE x ()"}}}); err != nil {
+	if err := sw.json(memberPreData, streamDDL{Objects: pre}); err != nil {
 		t.Fatal(err)
 	}
 	var sum streamSummary
@@ -122,7 +124,7 @@ func FuzzVerify(f *testing.F) {
 // FuzzVerifyMembers fuzzes the members' contents inside a well-formed tar, to
 // reach the checks behind the archive layer.
 func FuzzVerifyMembers(f *testing.F) {
-	f.Add([]byte(`{"format":"`+FormatName+`","version":"1.0","tables":[{"schema":"public","name":"a","columns":["x"]}]}`),
+	f.Add([]byte(`{"format":"`+FormatName+`","version":"1.0","schemas":["public"],"tables":[{"schema":"public","name":"a","columns":["x"]}]}`),
 		[]byte("1\tx\n"),
 		[]byte(`{"tables":[{"schema":"public","name":"a","rows":1,"dataBytes":4,"checksum":"sha256:00"}],"dataBytes":4}`))
 	f.Fuzz(func(t *testing.T, header, data, summary []byte) {
@@ -131,7 +133,7 @@ func FuzzVerifyMembers(f *testing.F) {
 		for _, m := range []struct {
 			name string
 			body []byte
-		}{{memberHeader, header}, {memberPreData, []byte(`{"objects":[]}`)}, {dataMember(1, 0), data},
+		}{{memberHeader, header}, {memberPreData, []byte(`{"objects":[{"kind":"TABLE","schema":"public","name":"a","sql":"CREATE TABLE \"public\".\"a\" (\"x\" text)"}]}`)}, {dataMember(1, 0), data},
 			{memberPostData, []byte(`{"objects":[]}`)}, {memberSummary, summary}} {
 			if err := sw.member(m.name, m.body); err != nil {
 				t.Fatal(err)
@@ -149,7 +151,7 @@ func checkArbitraryStream(t *testing.T, data []byte) {
 	if err == nil && (sum == nil || sum.Bytes > int64(len(data))) {
 		t.Fatalf("verify accepted %d bytes with summary %+v", len(data), sum)
 	}
-	if err != nil && !errors.Is(err, ErrCorruptStream) && !errors.Is(err, ErrChecksumMismatch) && !errors.Is(err, ErrUnsupportedFormat) {
+	if err != nil && !errors.Is(err, ErrCorruptStream) && !errors.Is(err, ErrChecksumMismatch) && !errors.Is(err, ErrUnsupportedFormat) && !errors.Is(err, ErrUnsafeSQL) {
 		t.Fatalf("verify error %v is none of the stream errors", err)
 	}
 	if _, err := Restore(context.Background(), "host=/nonexistent-kat-socket port=1 user=x dbname=x connect_timeout=1", bytes.NewReader(data), RestoreOptions{}); err == nil {

@@ -18,6 +18,8 @@ type streamReader struct {
 	pending *tar.Header
 	header  streamHeader
 	post    []object // post-data, once read
+	// ddl checks pre-data and post-data as they are read.
+	ddl *ddlChecker
 }
 
 func newStreamReader(r io.Reader) *streamReader {
@@ -113,7 +115,25 @@ func (s *streamReader) readHeader() error {
 		}
 		seen[t.qualified()] = true
 	}
+	ddl, err := newDDLChecker(h)
+	if err != nil {
+		return err
+	}
+	s.ddl = ddl
 	return nil
+}
+
+// readPreData reads pre-data.json and checks every statement (ErrUnsafeSQL)
+// before anything can run it.
+func (s *streamReader) readPreData() ([]object, error) {
+	var pre streamDDL
+	if err := s.readJSON(memberPreData, &pre); err != nil {
+		return nil, err
+	}
+	if err := s.ddl.checkList(memberPreData, pre.Objects); err != nil {
+		return nil, err
+	}
+	return pre.Objects, nil
 }
 
 // tableData returns a reader over the data members of table i (from 1), in

@@ -90,14 +90,15 @@ func prepareTarget(ctx context.Context, tx pgx.Tx, replace bool) error {
 // CheckTarget connects to the database at connString and returns a
 // *TargetNotEmptyError when it holds objects Restore would refuse (the same
 // test Restore runs inside its transaction), or nil when it is empty. It
-// changes nothing: a restore calls it before its first write anywhere.
+// changes nothing (one READ ONLY transaction, rolled back): a restore calls it
+// before its first write anywhere.
 func CheckTarget(ctx context.Context, connString string) error {
 	conn, err := connect(ctx, connString, "target")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
-	tx, err := conn.Begin(ctx)
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return fmt.Errorf("inspect target database: %w", err)
 	}

@@ -7,15 +7,15 @@ import (
 )
 
 // Verify reads a dump stream without a database and checks it completely:
-// the member order, every table's row count, size and checksum against the
-// trailer. It returns the stream's summary.
+// the member order, every statement of the pre-data and post-data against
+// the shapes Dump writes (ErrUnsafeSQL), every table's row count, size and
+// checksum against the trailer. It returns the stream's summary.
 func Verify(ctx context.Context, r io.Reader) (*Summary, error) {
 	sr := newStreamReader(r)
 	if err := sr.readHeader(); err != nil {
 		return nil, err
 	}
-	var pre streamDDL
-	if err := sr.readJSON(memberPreData, &pre); err != nil {
+	if _, err := sr.readPreData(); err != nil {
 		return nil, err
 	}
 	hashes := make([]*tableHash, len(sr.header.Tables))
@@ -36,6 +36,9 @@ func Verify(ctx context.Context, r io.Reader) (*Summary, error) {
 func (s *streamReader) finish(hashes []*tableHash) (*Summary, error) {
 	var post streamDDL
 	if err := s.readJSON(memberPostData, &post); err != nil {
+		return nil, err
+	}
+	if err := s.ddl.checkList(memberPostData, post.Objects); err != nil {
 		return nil, err
 	}
 	s.post = post.Objects

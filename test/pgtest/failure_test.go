@@ -127,8 +127,23 @@ func TestRestoreBrokenStreams(t *testing.T) {
 			if name != "header.json" {
 				return body
 			}
-			return bytes.Replace(body, []byte(`"version": "1.0"`), []byte(`"version": "2.0"`), 1)
+			return bytes.Replace(body, []byte(`"version": "1.`), []byte(`"version": "2.`), 1)
 		}), pg.ErrUnsupportedFormat},
+		// Statements a dump never writes: refused before they run (pre-data
+		// before connecting, post-data inside the transaction, before any
+		// of it runs), the seeded target untouched.
+		tc{"role in pre-data", rewriteStream(t, stream, func(name string, body []byte) []byte {
+			if name != "pre-data.json" {
+				return body
+			}
+			return bytes.Replace(body, []byte(`"sql": "CREATE SCHEMA \"public\""`), []byte(`"sql": "CREATE SCHEMA \"public\"; CREATE ROLE kat_never SUPERUSER"`), 1)
+		}), pg.ErrUnsafeSQL},
+		tc{"copy to program in post-data", rewriteStream(t, stream, func(name string, body []byte) []byte {
+			if name != "post-data.json" {
+				return body
+			}
+			return bytes.Replace(body, []byte(`"objects": [`), []byte(`"objects": [{"kind": "INDEX", "schema": "public", "name": "x", "sql": "COPY (SELECT 1) TO PROGRAM 'true'"},`), 1)
+		}), pg.ErrUnsafeSQL},
 		tc{"not a dump", []byte("hello, this is not a tar stream at all"), pg.ErrCorruptStream},
 		tc{"empty", nil, pg.ErrCorruptStream},
 	)
