@@ -191,7 +191,7 @@ func newPlan(rows *Rows, opts Options) (*plan, error) {
 		cd: map[string]string{}, aci: map[string]string{}, pull: map[string]string{}, cis: map[string]string{},
 		infraEnv: map[string]string{}, mirror: map[string]string{}, clusterNS: map[string]string{}, ieNS: map[string]string{},
 		origins: map[string]*Origin{}}
-	p.node0 = indexNode0(opts.Node0)
+	p.node0 = indexNode0(opts.Node0, p.mapNS)
 	mm, err := matchManifests(rows, opts.Manifests)
 	if err != nil {
 		return nil, err

@@ -8,19 +8,27 @@ import (
 )
 
 // node0Index holds node 0's exported CRs by kind, namespace and name, as
-// node 0 had them (source namespaces).
+// node 0 had them (source namespaces), and also under their mapped namespace:
+// a rerun reads rows whose kube keys the first run already moved.
 type node0Index struct {
 	objs map[string]*unstructured.Unstructured
+	list []*unstructured.Unstructured
 	used map[*unstructured.Unstructured]bool
 }
 
-func indexNode0(objs []*unstructured.Unstructured) *node0Index {
+func indexNode0(objs []*unstructured.Unstructured, mapNS func(string) string) *node0Index {
 	x := &node0Index{objs: map[string]*unstructured.Unstructured{}, used: map[*unstructured.Unstructured]bool{}}
 	for _, o := range objs {
 		if o == nil {
 			continue
 		}
 		c := &unstructured.Unstructured{Object: normalizeNumbers(o.DeepCopy().Object).(map[string]any)}
+		x.list = append(x.list, c)
+		if mapped := mapNS(c.GetNamespace()); mapped != c.GetNamespace() {
+			x.objs[key(c.GetKind(), mapped, c.GetName())] = c
+		}
+	}
+	for _, c := range x.list { // a source namespace wins over a mapped one
 		x.objs[key(c.GetKind(), c.GetNamespace(), c.GetName())] = c
 	}
 	return x
@@ -88,7 +96,7 @@ func (x *node0Index) agent(h *Host) *unstructured.Unstructured {
 // nmStateConfig finds node 0's NMStateConfig with the same MAC addresses,
 // preferring one the InfraEnv's selector matches.
 func (x *node0Index) nmStateConfig(ie *unstructured.Unstructured, ifaces []macInterface) *unstructured.Unstructured {
-	if x == nil || len(x.objs) == 0 {
+	if x == nil || len(x.list) == 0 {
 		return nil
 	}
 	want := macSet(ifaces)
@@ -146,8 +154,8 @@ func labelsMatch(sel map[string]any, labels map[string]string) bool {
 
 func (x *node0Index) sorted(kind string) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
-	for k, o := range x.objs {
-		if strings.HasPrefix(k, kind+"/") {
+	for _, o := range x.list {
+		if o.GetKind() == kind {
 			out = append(out, o)
 		}
 	}

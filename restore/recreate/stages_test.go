@@ -393,3 +393,30 @@ func golden(t *testing.T, path string, objs []*unstructured.Unstructured) {
 		t.Errorf("%s differs from the re-created objects (go test -update rewrites it after review)\ngot:\n%s", path, got)
 	}
 }
+
+// TestRerunAfterMappingKeepsNode0CRs: a rerun reads rows whose kube keys the
+// first run moved; it still finds node 0's CRs and builds the same objects.
+func TestRerunAfterMappingKeepsNode0CRs(t *testing.T) {
+	rows := kubeRows(stages[1])
+	export := node0Export(t, rows, true)
+	opts := Options{Node0: export, NamespaceMapping: map[string]string{"cluster0": "moved"}}
+	first, err := FromRows(rows, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := FromRows(first.Rows, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Objects) != len(again.Objects) {
+		t.Fatalf("%d objects, then %d", len(first.Objects), len(again.Objects))
+	}
+	for i := range first.Objects {
+		if !reflect.DeepEqual(first.Objects[i].Object, again.Objects[i].Object) {
+			t.Errorf("rerun changed %s %s:\n%v\n%v", first.Objects[i].GetKind(), first.Objects[i].GetName(), first.Objects[i].Object, again.Objects[i].Object)
+		}
+	}
+	if hold, _ := getBool(index(again.Objects)[kindACI]["ocp"], "spec.holdInstallation"); !hold {
+		t.Error("the rerun lost node 0's hold")
+	}
+}
