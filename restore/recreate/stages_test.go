@@ -420,3 +420,31 @@ func TestRerunAfterMappingKeepsNode0CRs(t *testing.T) {
 		t.Error("the rerun lost node 0's hold")
 	}
 }
+
+// TestDiffNode0RedactsSecrets: a pull secret that differs from node 0's
+// manifest is listed without either value.
+func TestDiffNode0RedactsSecrets(t *testing.T) {
+	mf, err := LoadManifests(abiManifests("192.168.111.5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := abiRows()
+	rows.Clusters[0].PullSecret = `{"auths":{"other.example.com":{"auth":"b3RoZXI6c2VjcmV0"}}}`
+	res, err := FromRows(rows, Options{Manifests: mf, PreferDatabase: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, d := range DiffNode0(res) {
+		s := fmt.Sprint(d.Object, d.Node0, d.String())
+		if strings.Contains(s, "b3RoZXI6c2VjcmV0") || strings.Contains(s, "c2VjcmV0LXVzZXI") {
+			t.Fatalf("a pull secret leaked: %s", d)
+		}
+		if d.Kind == kindSecret && d.Field == "data..dockerconfigjson" && d.Object == Redacted && d.Node0 == Redacted {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the changed pull secret is not listed: %v", DiffNode0(res))
+	}
+}
