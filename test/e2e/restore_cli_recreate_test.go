@@ -151,7 +151,7 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 	}
 	// Node 0 ran without an API and started the installation itself: the
 	// re-created ACI is on hold, and the InfraEnv keeps the manifest's selector.
-	aci, err := dyn.Resource(gvrs["AgentClusterInstall"]).Namespace(ns).Get(context.Background(), wantCD, metav1.GetOptions{})
+	aci, err := dyn.Resource(resources["AgentClusterInstall"]).Namespace(ns).Get(context.Background(), wantCD, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 		t.Error("the re-created AgentClusterInstall of an installing REST-mode cluster is not on hold")
 	}
 	wantIE := one(s.Objects, "InfraEnv")
-	ie, err := dyn.Resource(gvrs["InfraEnv"]).Namespace(ns).Get(context.Background(), wantIE.GetName(), metav1.GetOptions{})
+	ie, err := dyn.Resource(resources["InfraEnv"]).Namespace(ns).Get(context.Background(), wantIE.GetName(), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
