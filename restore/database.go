@@ -148,7 +148,11 @@ func (r *runner) recreateResources(ctx context.Context, q recreate.Querier, tx p
 	}
 	if len(node0) > 0 {
 		fields := make([]string, 0, len(node0))
-		for _, d := range node0 {
+		for i, d := range node0 {
+			if i == 10 {
+				fields = append(fields, "...")
+				break
+			}
 			fields = append(fields, d.Kind+" "+d.Name+" "+d.Field)
 		}
 		r.warn("%d field(s) of the re-created resources differ from node 0's CRs (restore --recreate-resources --diff lists them): %s", len(node0), strings.Join(fields, ", "))
