@@ -147,7 +147,7 @@ func NewCmdRestore(env *Env) *cobra.Command {
 	fs.BoolVar(&o.SkipResources, "skip-resources", false, "Restore the database, the files and the Secrets only")
 	fs.BoolVar(&o.RecreateResources, "recreate-resources", false, "Re-create the CRs from the restored database rows instead of applying the bundle's")
 	fs.StringVar(&o.ManifestsDir, "manifests-dir", "", "Node 0's install manifests (/etc/assisted/manifests) the re-created CRs start from (default: the bundle's, if any)")
-	fs.BoolVar(&o.Diff, "diff", false, "With --recreate-resources: list where the re-created CRs disagree with the rows, write nothing, exit 0 (none), 1 (some) or above 1 (error)")
+	fs.BoolVar(&o.Diff, "diff", false, "With --recreate-resources: list every field where the re-created CRs disagree with the rows or differ from node 0's CRs (exported, or the install manifests), write nothing, exit 0 (none), 1 (some) or above 1 (error)")
 	fs.BoolVar(&o.AcceptDrift, "accept-drift", false, "Apply re-created CRs even where they disagree with the rows (the controllers then update the rows)")
 	fs.StringArrayVar(&o.NamespaceMapping, "namespace-mapping", nil, "Restore node-0 namespace OLD into NEW (OLD=NEW; repeatable or comma-separated); spec references are rewritten too")
 	fs.StringVar(&o.ClusterZero, "cluster-zero", "", "NAMESPACE/NAME (as on node 0) of cluster 0's own ClusterDeployment, when the bundle holds several")
@@ -383,7 +383,7 @@ func (o *RestoreOptions) finishDiff(env *Env, res *restore.Result, err error) er
 			fmt.Fprintln(env.Streams.Out, d.String())
 		}
 		if len(diffs) == 0 {
-			fmt.Fprintln(env.Streams.ErrOut, "the re-created resources agree with the database")
+			fmt.Fprintln(env.Streams.ErrOut, "the re-created resources agree with the database and with node 0's CRs")
 		}
 	}
 	if len(diffs) > 0 {

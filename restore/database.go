@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -168,7 +169,8 @@ func (r *runner) beforeCommit(ctx context.Context, tx pgx.Tx, dry bool, started 
 // with a cluster, the objects against it; the plan is kept for the
 // resources phase.
 func (r *runner) recreateResources(ctx context.Context, q recreate.Querier, tx pgx.Tx) error {
-	built, err := recreate.Build(ctx, q, recreate.Options{Namespace: r.recreateNS, Manifests: r.manifests})
+	built, err := recreate.Build(ctx, q, recreate.Options{Namespace: r.o.Namespace, NamespaceMapping: r.o.NamespaceMapping,
+		Node0: r.node0, Manifests: r.manifests})
 	if err != nil {
 		return fmt.Errorf("re-create the resources from the database: %w", err)
 	}
@@ -182,7 +184,8 @@ func (r *runner) recreateResources(ctx context.Context, q recreate.Querier, tx p
 	if err != nil {
 		return fmt.Errorf("compare the re-created resources with the database: %w", err)
 	}
-	r.res.Drift = diffs
+	node0 := recreate.DiffNode0(built)
+	r.res.Drift = append(diffs, node0...)
 	if r.o.Diff {
 		return nil
 	}
@@ -192,7 +195,26 @@ func (r *runner) recreateResources(ctx context.Context, q recreate.Querier, tx p
 		}
 		r.warn("%d field(s) of the re-created resources disagree with the database (--accept-drift): the controllers will update the database from them", len(diffs))
 	}
-	objs := append([]*unstructured.Unstructured{namespaceObject(r.recreateNS)}, built.Objects...)
+	if len(node0) > 0 {
+		fields := make([]string, 0, len(node0))
+		for i, d := range node0 {
+			if i == 10 {
+				fields = append(fields, "...")
+				break
+			}
+			fields = append(fields, d.Kind+" "+d.Name+" "+d.Field)
+		}
+		r.warn("%d field(s) of the re-created resources differ from node 0's CRs (restore --recreate-resources --diff lists them): %s", len(node0), strings.Join(fields, ", "))
+	}
+	var objs []*unstructured.Unstructured
+	seenNS := map[string]bool{}
+	for _, o := range built.Objects {
+		if ns := o.GetNamespace(); ns != "" && !seenNS[ns] {
+			seenNS[ns] = true
+			objs = append(objs, namespaceObject(ns))
+		}
+	}
+	objs = append(objs, built.Objects...)
 	cz := r.o.ClusterZero
 	if cz != nil {
 		mapped := *cz
@@ -201,7 +223,11 @@ func (r *runner) recreateResources(ctx context.Context, q recreate.Querier, tx p
 		}
 		cz = &mapped
 	} else if m := r.manifests; m != nil && m.ClusterDeployment != nil {
-		cz = &resources.ObjectKey{Group: "hive.openshift.io", Kind: "ClusterDeployment", Namespace: r.recreateNS, Name: m.ClusterDeployment.GetName()}
+		for _, o := range built.Objects {
+			if o.GetKind() == "ClusterDeployment" && o.GetName() == m.ClusterDeployment.GetName() {
+				cz = &resources.ObjectKey{Group: "hive.openshift.io", Kind: "ClusterDeployment", Namespace: o.GetNamespace(), Name: o.GetName()}
+			}
+		}
 	}
 	plan, err := resources.NewPlan(objs, r.planOptions(nil, cz))
 	if err != nil {

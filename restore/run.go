@@ -37,12 +37,12 @@ type runner struct {
 	ownB     bool
 	progress *phaseProgress
 
-	recreate   bool
-	manifests  *recreate.Manifests
-	recreateNS string
-	plan       *resources.Plan
-	targets    kubekeys.Targets
-	writeKeys  bool // targets go into the rows in the database transaction
+	recreate  bool
+	manifests *recreate.Manifests
+	node0     []*unstructured.Unstructured // node 0's exported CRs, for re-creating
+	plan      *resources.Plan
+	targets   kubekeys.Targets
+	writeKeys bool // targets go into the rows in the database transaction
 
 	cs     kubernetes.Interface
 	client resources.Client
@@ -258,13 +258,14 @@ func (r *runner) prepareResources(ctx context.Context) error {
 			return fmt.Errorf("the bundle's install manifests: %w", err)
 		}
 	}
-	r.recreateNS = r.o.Namespace
-	if r.manifests != nil && r.manifests.ClusterDeployment != nil && r.manifests.ClusterDeployment.GetNamespace() != "" {
-		ns := r.manifests.ClusterDeployment.GetNamespace()
-		if to, ok := r.o.NamespaceMapping[ns]; ok {
-			ns = to
+	if hasLayer && !fromManifests {
+		// Node 0 had an API: its exported CRs say what the rows cannot
+		// (holdInstallation, selectors, labels, hostnames, namespaces).
+		objs, err := r.b.Resources(ctx)
+		if err != nil {
+			return fmt.Errorf("read the resources layer: %w", err)
 		}
-		r.recreateNS = ns
+		r.node0 = objs
 	}
 	return nil
 }

@@ -17,38 +17,71 @@ var platformTypes = map[string]string{
 }
 
 // clusterObjects builds the ClusterImageSet, Secrets, ConfigMap,
-// ClusterDeployment and AgentClusterInstall of one cluster row.
+// ClusterDeployment and AgentClusterInstall of one cluster row. Node 0's
+// exported CRs, when the bundle has them, replace what the rows would give.
 func (p *plan) clusterObjects(c *Cluster) ([]*unstructured.Unstructured, error) {
 	if c.PullSecret == "" {
 		return nil, fmt.Errorf("cluster %s has no pull secret (clusters.pull_secret): the controllers cannot reconcile it", c.ID)
 	}
-	cdName, aciName := p.cd[c.ID], p.aci[c.ID]
+	cdName, aciName, ns := p.cd[c.ID], p.aci[c.ID], p.clusterNS[c.ID]
+	n0 := p.node0.cluster(c)
 	var out []*unstructured.Unstructured
 
 	cis := newObject(hiveV1, kindCIS, "", p.cis[c.ID])
 	set(cis, "spec.releaseImage", c.OCPReleaseImage)
-	out = append(out, p.overlay(cis, p.manifests.cis(c.ID)))
+	out = append(out, p.from(cis, n0.cis, p.manifests.cis(c.ID)))
 
-	pull := newSecret(p.ns, p.pull[c.ID], "kubernetes.io/dockerconfigjson", map[string]string{pullSecretKey: c.PullSecret})
+	pull := newSecret(ns, p.pull[c.ID], "kubernetes.io/dockerconfigjson", map[string]string{pullSecretKey: c.PullSecret})
 	pull.SetLabels(map[string]string{labelWatch: "true"})
-	out = append(out, p.overlay(pull, p.manifests.pullSecret(c.ID)))
+	out = append(out, p.from(pull, n0.pull, p.manifests.pullSecret(c.ID)))
 
-	cd := newObject(hiveV1, kindCD, p.ns, cdName)
+	cd := newObject(hiveV1, kindCD, ns, cdName)
 	set(cd, "spec.clusterName", c.Name)
 	set(cd, "spec.baseDomain", c.BaseDNSDomain)
 	set(cd, "spec.clusterInstallRef", m{"group": "extensions.hive.openshift.io", "version": "v1beta1", "kind": kindACI, "name": aciName})
 	set(cd, "spec.pullSecretRef", m{"name": p.pull[c.ID]})
 	set(cd, "spec.platform.agentBareMetal.agentSelector", p.agentSelector(c.ID))
-	// Deleting cluster 0's own ClusterDeployment must never deprovision it.
-	set(cd, "spec.preserveOnDelete", true)
-	out = append(out, p.overlay(cd, p.manifests.clusterDeployment(c.ID)))
+	if n0.cd == nil && p.manifests.clusterDeployment(c.ID) == nil {
+		// Deleting cluster 0's own ClusterDeployment must never deprovision
+		// it; with node 0's CR or manifest the restore's plan sets it on
+		// cluster 0's own ClusterDeployment only.
+		set(cd, "spec.preserveOnDelete", true)
+	}
+	out = append(out, p.from(cd, n0.cd, p.manifests.clusterDeployment(c.ID)))
 
 	aci, extra, err := p.agentClusterInstall(c, aciName, cdName)
 	if err != nil {
 		return nil, err
 	}
 	out = append(out, extra...)
-	return append(out, p.overlay(aci, p.manifests.agentClusterInstall(c.ID))), nil
+	aci = p.from(aci, n0.aci, p.manifests.agentClusterInstall(c.ID))
+	if n0.aci == nil {
+		setHold(aci, c)
+	}
+	out = append(out, aci)
+	out = append(out, p.node0.referenced(p, n0.cd, n0.aci)...)
+	return out, nil
+}
+
+// setHold decides spec.holdInstallation of an AgentClusterInstall that node 0
+// did not have as a live CR (ABI's node 0 runs the service without an API and
+// starts the installation itself over REST). The ClusterDeployment
+// controller's reconcileExistingCluster calls installDay1 for every day-1
+// cluster whose ACI is not on hold, and installDay1 starts the installation
+// (InstallClusterInternal) as soon as the cluster is ready
+// (openshift/assisted-service internal/controller/controllers/
+// clusterdeployments_controller.go, reconcileExistingCluster, installDay1,
+// isReadyForInstallation, IsHoldInstallationSet). On cluster 0 nothing may start
+// an installation: node 0 started it, or, before it did, the user decides.
+// So every day-1 cluster that is not installed is held. An installed cluster
+// never reaches installDay1 (handleClusterInstalled returns first), and a day-2
+// (AddHostsCluster) cluster installs its hosts whatever the hold says, so
+// neither gets the field.
+func setHold(aci *unstructured.Unstructured, c *Cluster) {
+	if c.Kind == "AddHostsCluster" || c.Status == "installed" {
+		return
+	}
+	set(aci, "spec.holdInstallation", true)
 }
 
 // agentSelector matches the Agents of the cluster's infra-env, the label every
@@ -64,7 +97,8 @@ func (p *plan) agentSelector(clusterID string) m {
 
 func (p *plan) agentClusterInstall(c *Cluster, name, cdName string) (*unstructured.Unstructured, []*unstructured.Unstructured, error) {
 	var extra []*unstructured.Unstructured
-	aci := newObject(hiveExtV1b1, kindACI, p.ns, name)
+	ns := p.clusterNS[c.ID]
+	aci := newObject(hiveExtV1b1, kindACI, ns, name)
 	annotations := map[string]string{}
 	if c.InstallConfigOverrides != "" {
 		annotations[AnnotationInstallConfigOverrides] = c.InstallConfigOverrides
@@ -141,16 +175,16 @@ func (p *plan) agentClusterInstall(c *Cluster, name, cdName string) (*unstructur
 			if err != nil {
 				return nil, nil, fmt.Errorf("cluster %s: ignition endpoint CA is not base64: %w", c.ID, err)
 			}
-			secret := p.names.take(kindSecret, cdName+"-ignition-ca", c.ID)
-			extra = append(extra, newSecret(p.ns, secret, "Opaque", map[string]string{"tls.crt": string(pem)}))
-			ep["caCertificateReference"] = m{"namespace": p.ns, "name": secret}
+			secret := p.names.take(kindSecret, ns, cdName+"-ignition-ca", c.ID)
+			extra = append(extra, newSecret(ns, secret, "Opaque", map[string]string{"tls.crt": string(pem)}))
+			ep["caCertificateReference"] = m{"namespace": ns, "name": secret}
 		}
 		set(aci, "spec.ignitionEndpoint", ep)
 	}
-	if cm := p.mirrorConfigMap(c.MirrorRegistryConfiguration, cdName+"-mirror-registry", c.ID); cm != nil {
+	if cm := p.mirrorConfigMap(c.MirrorRegistryConfiguration, ns, cdName+"-mirror-registry", c.ID); cm != nil {
 		extra = append(extra, cm)
 		p.mirror[c.ID] = cm.GetName()
-		set(aci, "spec.mirrorRegistryRef", m{"name": cm.GetName(), "namespace": p.ns})
+		set(aci, "spec.mirrorRegistryRef", m{"name": cm.GetName(), "namespace": ns})
 	}
 	return aci, extra, nil
 }
@@ -237,7 +271,7 @@ func diskEncryption(c *Cluster) m {
 
 // mirrorConfigMap rebuilds the ConfigMap a mirrorRegistryRef points at from the
 // registries.conf and CA bundle the service kept in mirror_registry_configuration.
-func (p *plan) mirrorConfigMap(config, name, id string) *unstructured.Unstructured {
+func (p *plan) mirrorConfigMap(config, ns, name, id string) *unstructured.Unstructured {
 	if config == "" {
 		return nil
 	}
@@ -255,7 +289,7 @@ func (p *plan) mirrorConfigMap(config, name, id string) *unstructured.Unstructur
 	if mr.CaBundleCrt != "" {
 		data[caBundleKey] = mr.CaBundleCrt
 	}
-	cm := newObject("v1", kindCM, p.ns, p.names.take(kindCM, name, id))
+	cm := newObject("v1", kindCM, ns, p.names.take(kindCM, ns, name, id))
 	cm.Object["data"] = data
 	return cm
 }

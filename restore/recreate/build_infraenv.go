@@ -29,20 +29,21 @@ type kernelArgument struct {
 // infraEnvObjects builds the InfraEnv of one row with its NMStateConfigs and,
 // when its pull secret is not its cluster's, its own pull-secret Secret.
 func (p *plan) infraEnvObjects(ie *InfraEnv) ([]*unstructured.Unstructured, error) {
-	name := p.infraEnv[ie.ID]
+	name, ns := p.infraEnv[ie.ID], p.ieNS[ie.ID]
+	n0 := p.node0.infraEnv(ie)
 	var out []*unstructured.Unstructured
-	obj := newObject(agentV1b1, kindInfraEnv, p.ns, name)
+	obj := newObject(agentV1b1, kindInfraEnv, ns, name)
 
 	cluster := p.rows.cluster(ie.ClusterID)
 	if cluster != nil {
-		set(obj, "spec.clusterRef", m{"name": p.cd[cluster.ID], "namespace": p.ns})
+		set(obj, "spec.clusterRef", m{"name": p.cd[cluster.ID], "namespace": p.clusterNS[cluster.ID]})
 	}
 	switch {
-	case cluster != nil && cluster.PullSecret == ie.PullSecret:
+	case cluster != nil && cluster.PullSecret == ie.PullSecret && p.clusterNS[cluster.ID] == ns:
 		set(obj, "spec.pullSecretRef", m{"name": p.pull[cluster.ID]})
 	case ie.PullSecret != "":
-		secret := p.names.take(kindSecret, name+"-pull-secret", ie.ID)
-		s := newSecret(p.ns, secret, "kubernetes.io/dockerconfigjson", map[string]string{pullSecretKey: ie.PullSecret})
+		secret := p.names.take(kindSecret, ns, name+"-pull-secret", ie.ID)
+		s := newSecret(ns, secret, "kubernetes.io/dockerconfigjson", map[string]string{pullSecretKey: ie.PullSecret})
 		s.SetLabels(map[string]string{labelWatch: "true"})
 		out = append(out, s)
 		set(obj, "spec.pullSecretRef", m{"name": secret})
@@ -88,13 +89,13 @@ func (p *plan) infraEnvObjects(ie *InfraEnv) ([]*unstructured.Unstructured, erro
 		set(obj, "spec.kernelArguments", list)
 	}
 	if cluster != nil && p.mirror[cluster.ID] != "" && cluster.MirrorRegistryConfiguration == ie.MirrorRegistryConfiguration {
-		set(obj, "spec.mirrorRegistryRef", m{"name": p.mirror[cluster.ID], "namespace": p.ns})
-	} else if cm := p.mirrorConfigMap(ie.MirrorRegistryConfiguration, name+"-mirror-registry", ie.ID); cm != nil {
+		set(obj, "spec.mirrorRegistryRef", m{"name": p.mirror[cluster.ID], "namespace": p.clusterNS[cluster.ID]})
+	} else if cm := p.mirrorConfigMap(ie.MirrorRegistryConfiguration, ns, name+"-mirror-registry", ie.ID); cm != nil {
 		out = append(out, cm)
-		set(obj, "spec.mirrorRegistryRef", m{"name": cm.GetName(), "namespace": p.ns})
+		set(obj, "spec.mirrorRegistryRef", m{"name": cm.GetName(), "namespace": ns})
 	}
 
-	nmstate, err := p.nmStateConfigs(ie, name)
+	nmstate, err := p.nmStateConfigs(ie, name, n0)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +103,8 @@ func (p *plan) infraEnvObjects(ie *InfraEnv) ([]*unstructured.Unstructured, erro
 		set(obj, "spec.nmStateConfigLabelSelector", m{"matchLabels": p.nmStateSelector(ie.ID, name)})
 	}
 	out = append(out, nmstate...)
-	return append(out, p.overlay(obj, p.manifests.infraEnv(ie.ID))), nil
+	out = append(out, p.from(obj, n0, p.manifests.infraEnv(ie.ID)))
+	return append(out, p.node0.referenced(p, n0)...), nil
 }
 
 func parseKernelArguments(s *string) ([]kernelArgument, error) {
@@ -128,8 +130,17 @@ func parseStaticNetworkConfig(s string) ([]hostStaticNetworkConfig, error) {
 }
 
 // nmStateSelector is the label the InfraEnv selects its NMStateConfigs with:
-// the manifests' selector when node 0 had one, else the InfraEnv label ABI uses.
+// node 0's selector when node 0 had one (exported or in the manifests), else
+// the InfraEnv label ABI uses (installer pkg/asset/agent/manifests/common.go,
+// getNMStateConfigLabels).
 func (p *plan) nmStateSelector(infraEnvID, name string) m {
+	if ie := p.rows.infraEnv(infraEnvID); ie != nil {
+		if n0 := p.node0.infraEnv(ie); n0 != nil {
+			if sel := getMap(n0, "spec.nmStateConfigLabelSelector.matchLabels"); len(sel) > 0 {
+				return sel
+			}
+		}
+	}
 	if sel := p.manifests.nmStateSelector(infraEnvID); len(sel) > 0 {
 		return sel
 	}
@@ -140,7 +151,8 @@ func (p *plan) nmStateSelector(infraEnvID, name string) m {
 // NMStateConfig. The config is the network YAML as an object; the controller
 // sends it back as the API server's JSON, so a row written from a CR or ABI
 // manifest compares equal, and YAML typed into the UI shows up in Diff.
-func (p *plan) nmStateConfigs(ie *InfraEnv, infraEnvName string) ([]*unstructured.Unstructured, error) {
+func (p *plan) nmStateConfigs(ie *InfraEnv, infraEnvName string, n0IE *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	ns := p.ieNS[ie.ID]
 	cfgs, err := parseStaticNetworkConfig(ie.StaticNetworkConfig)
 	if err != nil {
 		return nil, fmt.Errorf("infra-env %s: %w", ie.ID, err)
@@ -159,16 +171,20 @@ func (p *plan) nmStateConfigs(ie *InfraEnv, infraEnvName string) ([]*unstructure
 		for _, mi := range cfg.MacInterfaceMap {
 			ifaces = append(ifaces, m{"name": mi.LogicalNicName, "macAddress": mi.MacAddress})
 		}
+		exported := p.node0.nmStateConfig(n0IE, cfg.MacInterfaceMap)
 		manifest := p.manifests.nmStateConfig(cfg.MacInterfaceMap)
 		name := infraEnvName + "-" + dnsLabel(firstMAC(cfg.MacInterfaceMap))
-		if manifest != nil {
+		switch {
+		case exported != nil:
+			name = exported.GetName()
+		case manifest != nil:
 			name = manifest.GetName()
 		}
-		obj := newObject(agentV1b1, kindNMState, p.ns, p.names.take(kindNMState, name, firstMAC(cfg.MacInterfaceMap)))
+		obj := newObject(agentV1b1, kindNMState, ns, p.names.take(kindNMState, ns, name, firstMAC(cfg.MacInterfaceMap)))
 		obj.SetLabels(labels)
 		set(obj, "spec.config", config)
 		set(obj, "spec.interfaces", ifaces)
-		out = append(out, p.overlay(obj, manifest))
+		out = append(out, p.from(obj, exported, manifest))
 	}
 	return out, nil
 }
@@ -231,11 +247,16 @@ func normalizeNumbers(v any) any {
 // agent builds the Agent of a host row, named after the host ID.
 func (p *plan) agent(h *Host) (*unstructured.Unstructured, []*unstructured.Unstructured, error) {
 	var extra []*unstructured.Unstructured
-	a := newObject(agentV1b1, kindAgent, p.ns, h.ID)
+	ns := p.hostNS(h)
+	n0 := p.node0.agent(h)
+	a := newObject(agentV1b1, kindAgent, ns, h.ID)
 	if ie, ok := p.infraEnv[h.InfraEnvID]; ok {
 		a.SetLabels(map[string]string{LabelInfraEnv: ie})
 	}
-	a.SetAnnotations(map[string]string{AnnotationSkipSpokeCleanup: "true"})
+	if n0 == nil {
+		// With node 0's Agent the restore's plan sets it (AgentSafety).
+		a.SetAnnotations(map[string]string{AnnotationSkipSpokeCleanup: "true"})
+	}
 	set(a, "spec.approved", h.Approved)
 	role := h.Role
 	if role == "" {
@@ -245,7 +266,7 @@ func (p *plan) agent(h *Host) (*unstructured.Unstructured, []*unstructured.Unstr
 	if c := p.rows.cluster(h.ClusterID); c != nil {
 		// An Agent without its binding makes the controller unbind the host,
 		// which reclaims (reboots) an installed node.
-		set(a, "spec.clusterDeploymentName", m{"name": p.cd[c.ID], "namespace": p.ns})
+		set(a, "spec.clusterDeploymentName", m{"name": p.cd[c.ID], "namespace": p.clusterNS[c.ID]})
 	}
 	if h.RequestedHostname != "" {
 		set(a, "spec.hostname", h.RequestedHostname)
@@ -275,9 +296,13 @@ func (p *plan) agent(h *Host) (*unstructured.Unstructured, []*unstructured.Unstr
 		}
 	}
 	if h.IgnitionEndpointToken != "" {
-		name := p.names.take(kindSecret, h.ID+"-ignition-token", h.ID)
-		extra = append(extra, newSecret(p.ns, name, "Opaque", map[string]string{ignitionTokenKey: h.IgnitionEndpointToken}))
-		set(a, "spec.ignitionEndpointTokenReference", m{"name": name, "namespace": p.ns})
+		name := p.names.take(kindSecret, ns, h.ID+"-ignition-token", h.ID)
+		extra = append(extra, newSecret(ns, name, "Opaque", map[string]string{ignitionTokenKey: h.IgnitionEndpointToken}))
+		set(a, "spec.ignitionEndpointTokenReference", m{"name": name, "namespace": ns})
+	}
+	if n0 != nil {
+		a = p.from(a, n0, nil)
+		extra = append(p.node0.referenced(p, n0), extra...)
 	}
 	return a, extra, nil
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,12 +20,19 @@ type Difference struct {
 	// Field is the object's field, e.g. spec.networking.machineNetwork, or
 	// "(object)" when the object or its row is missing.
 	Field string `json:"field"`
-	// Column is the database column compared with, e.g. clusters.name.
-	Column string `json:"column"`
-	// Object and Database are the two values as the controller sees them
-	// (null when absent); secret values read "(redacted)".
+	// Against says what the object is compared with: "database" (the row, as
+	// a controller compares them), "exported" (node 0's CR as the bundle
+	// exported it) or "manifests" (node 0's install manifest).
+	Against string `json:"against"`
+	// Column is the database column compared with, e.g. clusters.name
+	// (against the database only).
+	Column string `json:"column,omitempty"`
+	// Object is the re-created object's value; Database the row's as the
+	// controller sees it, Node0 node 0's object's (null when absent); secret
+	// values read "(redacted)".
 	Object   any `json:"object"`
-	Database any `json:"database"`
+	Database any `json:"database,omitempty"`
+	Node0    any `json:"node0,omitempty"`
 	// Note says what the controller would do, when it is not a plain update.
 	Note string `json:"note,omitempty"`
 }
@@ -36,7 +42,12 @@ const Redacted = "(redacted)"
 
 // String renders the difference on one line for people.
 func (d Difference) String() string {
-	s := fmt.Sprintf("%s %s: %s %s, database %s %s", d.Kind, d.objectName(), d.Field, render(d.Object), d.Column, render(d.Database))
+	var s string
+	if d.Against == AgainstDatabase || d.Against == "" {
+		s = fmt.Sprintf("%s %s: %s %s, database %s %s", d.Kind, d.objectName(), d.Field, render(d.Object), d.Column, render(d.Database))
+	} else {
+		s = fmt.Sprintf("%s %s: %s %s, node 0 (%s) %s", d.Kind, d.objectName(), d.Field, render(d.Object), d.Against, render(d.Node0))
+	}
 	if d.Note != "" {
 		s += " (" + d.Note + ")"
 	}
@@ -100,16 +111,10 @@ func Diff(objs []*unstructured.Unstructured, rows *Rows) ([]Difference, error) {
 		}
 	}
 	d.missingObjects()
-	sort.SliceStable(d.out, func(i, j int) bool {
-		a, b := d.out[i], d.out[j]
-		if restoreRank[a.Kind] != restoreRank[b.Kind] {
-			return restoreRank[a.Kind] < restoreRank[b.Kind]
-		}
-		if a.objectName() != b.objectName() {
-			return a.objectName() < b.objectName()
-		}
-		return a.Field < b.Field
-	})
+	for i := range d.out {
+		d.out[i].Against = AgainstDatabase
+	}
+	sortDifferences(d.out)
 	return d.out, nil
 }
 

@@ -13,6 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
+// DefaultISOImageType is the InfraEnv controller's default image type
+// (ISO_IMAGE_TYPE, default minimal-iso: openshift/assisted-service
+// internal/controller/controllers/infraenv_controller.go, InfraEnvConfig).
+const DefaultISOImageType = "minimal-iso"
+
 // infraEnv makes the InfraEnv controller's comparisons (updateInfraEnv and
 // what UpdateInfraEnvInternal then writes) for one InfraEnv.
 func (d *differ) infraEnv(o *unstructured.Unstructured) error {
@@ -50,21 +55,22 @@ func (d *differ) infraEnv(o *unstructured.Unstructured) error {
 	if ntp := getStrings(o, "spec.ntpSources"); len(ntp) > 0 {
 		d.str(o, "spec.ntpSources", "infra_envs.ntp_sources", joinList(ntp), ie.NTPSources)
 	}
+	// GetInfraEnvIsoImageType: no imageType means full-iso on s390x, else the
+	// controller's ISO_IMAGE_TYPE, minimal-iso unless the operator changed it
+	// (internal/infraenv/iso_image_type.go; infraenv_controller.go Config).
 	imageType := getString(o, "spec.imageType")
-	if imageType == "" && getString(o, "spec.cpuArchitecture") == "s390x" {
-		imageType = "full-iso"
+	if imageType == "" {
+		imageType = DefaultISOImageType
+		if getString(o, "spec.cpuArchitecture") == "s390x" {
+			imageType = "full-iso"
+		}
 	}
-	if imageType == "" && ie.Type != "" {
-		d.note(o, "spec.imageType", "infra_envs.type", nil, ie.Type, "unset: the hub's default image type decides")
-	} else {
-		d.str(o, "spec.imageType", "infra_envs.type", imageType, ie.Type)
-	}
+	d.str(o, "spec.imageType", "infra_envs.type", imageType, ie.Type)
 	if v := getString(o, "spec.ignitionConfigOverride"); v != "" {
 		d.str(o, "spec.ignitionConfigOverride", "infra_envs.ignition_config_override", v, ie.IgnitionConfigOverride)
 	}
-	if v := strings.TrimSpace(getString(o, "spec.sshAuthorizedKey")); v != "" {
-		d.str(o, "spec.sshAuthorizedKey", "infra_envs.ssh_authorized_key", v, ie.SSHAuthorizedKey)
-	}
+	// updateInfraEnv compares the key as it is, an empty one too.
+	d.str(o, "spec.sshAuthorizedKey", "infra_envs.ssh_authorized_key", getString(o, "spec.sshAuthorizedKey"), ie.SSHAuthorizedKey)
 	d.str(o, "spec.additionalTrustBundle", "infra_envs.additional_trust_bundle",
 		strings.TrimSpace(getString(o, "spec.additionalTrustBundle")), ie.AdditionalTrustBundle)
 	if v := getString(o, "spec.osImageVersion"); v != "" {

@@ -192,10 +192,10 @@ func TestExitCode(t *testing.T) {
 var errNoTest = json.Unmarshal([]byte("{"), &struct{}{})
 
 func TestDifferenceJSONIsStable(t *testing.T) {
-	d := Difference{Kind: kindACI, Namespace: "ns", Name: "c", Field: "spec.apiVIPs", Column: "api_vips",
+	d := Difference{Kind: kindACI, Namespace: "ns", Name: "c", Field: "spec.apiVIPs", Against: AgainstDatabase, Column: "api_vips",
 		Object: []string{"1.2.3.4"}, Database: []string{"1.2.3.5"}}
 	b, _ := json.Marshal(d)
-	want := `{"kind":"AgentClusterInstall","namespace":"ns","name":"c","field":"spec.apiVIPs","column":"api_vips","object":["1.2.3.4"],"database":["1.2.3.5"]}`
+	want := `{"kind":"AgentClusterInstall","namespace":"ns","name":"c","field":"spec.apiVIPs","against":"database","column":"api_vips","object":["1.2.3.4"],"database":["1.2.3.5"]}`
 	if string(b) != want {
 		t.Fatalf("json = %s\nwant   %s", b, want)
 	}

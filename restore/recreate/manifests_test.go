@@ -175,7 +175,8 @@ func TestManifestsIntoOtherNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := FromRows(abiRows(), Options{Manifests: mf, Namespace: "elsewhere"})
+	// The manifests' namespace is node 0's; only the mapping moves it, -n does not.
+	res, err := FromRows(abiRows(), Options{Manifests: mf, Namespace: "ignored", NamespaceMapping: map[string]string{"cluster0": "elsewhere"}})
 	if err != nil {
 		t.Fatal(err)
 	}

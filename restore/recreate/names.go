@@ -86,8 +86,8 @@ func dnsLabel(s string) string {
 type namer map[string]bool
 
 // take returns base, or base with the first characters of id appended when
-// base is empty or already taken.
-func (n namer) take(kind, base, id string) string {
+// base is empty or already taken by an object of the same kind in namespace ns.
+func (n namer) take(kind, ns, base, id string) string {
 	name := base
 	short := strings.ReplaceAll(id, "-", "")
 	if len(short) > 8 {
@@ -96,12 +96,12 @@ func (n namer) take(kind, base, id string) string {
 	if name == "" {
 		name = kind + "-" + short
 	}
-	if n[kind+"/"+name] {
+	if n[kind+"/"+ns+"/"+name] {
 		if len(name) > 54 {
 			name = strings.TrimRight(name[:54], "-")
 		}
 		name += "-" + short
 	}
-	n[kind+"/"+name] = true
+	n[kind+"/"+ns+"/"+name] = true
 	return name
 }

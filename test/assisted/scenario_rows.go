@@ -163,6 +163,10 @@ func infraEnvRow(s Scenario, objs scenarioObjects, ie *unstructured.Unstructured
 		return nil, err
 	}
 	httpProxy, httpsProxy, noProxy := str(ie, "spec", "proxy", "httpProxy"), str(ie, "spec", "proxy", "httpsProxy"), str(ie, "spec", "proxy", "noProxy")
+	// ABI registers its InfraEnv over REST with IMAGE_TYPE_ISO, default
+	// full-iso, when the manifest names no imageType (openshift/assisted-service
+	// cmd/agentbasedinstaller/client/main.go RegisterOptions, register.go
+	// RegisterInfraEnv -> controllers.CreateInfraEnvParams).
 	row := map[string]any{
 		"id": id, "name": ie.GetName(), "kind": "InfraEnv", "href": "/api/assisted-install/v2/infra-envs/" + id,
 		"type": orDefault(str(ie, "spec", "imageType"), "full-iso"), "pull_secret": pullSecret, "pull_secret_set": true,

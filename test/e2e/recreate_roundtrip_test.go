@@ -34,6 +34,7 @@ var lossy = map[string]string{
 var added = map[string]string{
 	"ClusterDeployment spec.platform.agentBareMetal.agentSelector": "see lossy",
 	"ClusterDeployment spec.preserveOnDelete":                      "cluster 0's own ClusterDeployment must never deprovision it",
+	"AgentClusterInstall spec.holdInstallation":                    "a day-1 cluster that is not installed is held: nothing on cluster 0 may start its installation (recreate.setHold)",
 	"AgentClusterInstall spec.networking.userManagedNetworking":    "the stored effective value (SNO implies it)",
 	"AgentClusterInstall spec.platformType":                        "the platform the service picked",
 	"AgentClusterInstall spec.provisionRequirements.workerAgents":  "not stored; derived from the hosts with the worker role",

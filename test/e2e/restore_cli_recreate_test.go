@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -98,10 +99,15 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 	digest := parseCreate(t, created.Stdout).Digest
 
 	t.Run("diff without drift", func(t *testing.T) {
+		// The rows agree with the CRs; the one field that differs from node
+		// 0's manifests is the hold the restore adds: ABI's node 0 started
+		// the installation itself, nothing on cluster 0 may.
 		scratch := emptyDatabase(t)
 		r := p.Run(t, "restore", ref, "--signer", signerFile(t), "--identity", identity, "--recreate-resources", "--diff", "--db", scratch.URL, "-o", "json")
-		if r.ExitCode != 0 || strings.TrimSpace(r.Stdout) != "[]" {
-			t.Fatalf("--diff: exit %d, want 0 and []\n%s", r.ExitCode, r.Combined())
+		var diffs []recreate.Difference
+		if r.ExitCode != 1 || json.Unmarshal([]byte(r.Stdout), &diffs) != nil || len(diffs) != 1 ||
+			diffs[0].Against != "manifests" || diffs[0].Field != "spec.holdInstallation" || diffs[0].Object != true {
+			t.Fatalf("--diff: exit %d, want 1 and the hold only\n%s", r.ExitCode, r.Combined())
 		}
 		if n := userTables(t, scratch.URL); n != 0 {
 			t.Errorf("--diff left %d tables", n)
@@ -143,6 +149,23 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 	if strings.Contains(r.Combined(), plantedDBPassword) || strings.Contains(r.Combined(), assisted.ScenarioPullSecret) {
 		t.Error("a secret leaked into the output")
 	}
+	// Node 0 ran without an API and started the installation itself: the
+	// re-created ACI is on hold, and the InfraEnv keeps the manifest's selector.
+	aci, err := dyn.Resource(resources["AgentClusterInstall"]).Namespace(ns).Get(context.Background(), wantCD, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hold, _, _ := unstructured.NestedBool(aci.Object, "spec", "holdInstallation"); !hold {
+		t.Error("the re-created AgentClusterInstall of an installing REST-mode cluster is not on hold")
+	}
+	wantIE := one(s.Objects, "InfraEnv")
+	ie, err := dyn.Resource(resources["InfraEnv"]).Namespace(ns).Get(context.Background(), wantIE.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ie.Object["spec"].(map[string]any)["nmStateConfigLabelSelector"], wantIE.Object["spec"].(map[string]any)["nmStateConfigLabelSelector"]; want != nil && !reflect.DeepEqual(got, want) {
+		t.Errorf("nmStateConfigLabelSelector %v, the manifest had %v", got, want)
+	}
 
 	t.Run("no resources layer: re-created automatically, dry run", func(t *testing.T) {
 		bare := "oci:" + filepath.Join(t.TempDir(), "layout") + ":bare"
@@ -181,9 +204,17 @@ func TestRestoreCLI_RecreateFromRows(t *testing.T) {
 	t.Run("diff with drift", func(t *testing.T) {
 		scratch := emptyDatabase(t)
 		r := p.Run(t, "restore", ref, "--signer", signerFile(t), "--identity", identity, "--recreate-resources", "--diff", "--manifests-dir", drifted, "--db", scratch.URL, "-o", "json")
-		var diffs []recreate.Difference
-		if r.ExitCode != 1 || json.Unmarshal([]byte(r.Stdout), &diffs) != nil || len(diffs) != 1 || diffs[0].Field != "spec.sshAuthorizedKey" {
-			t.Fatalf("--diff: exit %d, want 1 and the one difference\n%s", r.ExitCode, r.Combined())
+		var diffs, db []recreate.Difference
+		if r.ExitCode != 1 || json.Unmarshal([]byte(r.Stdout), &diffs) != nil {
+			t.Fatalf("--diff: exit %d, want 1\n%s", r.ExitCode, r.Combined())
+		}
+		for _, d := range diffs {
+			if d.Against == "database" {
+				db = append(db, d)
+			}
+		}
+		if len(db) != 1 || db[0].Field != "spec.sshAuthorizedKey" {
+			t.Fatalf("--diff: want the one difference with the rows\n%s", r.Combined())
 		}
 		human := p.Run(t, "restore", ref, "--signer", signerFile(t), "--identity", identity, "--recreate-resources", "--diff", "--manifests-dir", drifted, "--db", scratch.URL)
 		if human.ExitCode != 1 || !strings.Contains(human.Stdout, "spec.sshAuthorizedKey") {
