@@ -180,12 +180,12 @@ func refusedOnOlderMajor(t *testing.T, p *harness.Plugin, k *harness.Kube, src, 
 		t.Fatal(err)
 	}
 	ref := "oci:" + filepath.Join(t.TempDir(), "layout") + ":v1"
-	p.MustRun(t, "bundle", "create", "--to", ref, "--db", db.URL, "--data-dir", "", "--recipient", recipient)
+	p.MustRun(t, "bundle", "create", "--to", ref, "--db", db.URL, "--data-dir", "", "--recipient", recipient, "--signing-key", signingKeyFile(t))
 
 	target := dst.NewDatabase(t)
 	ns := k.Namespace(t)
 	kubeconfig := k.KubeconfigFor(t, harness.AdminUser, ns)
-	res := p.Run(t, "restore", ref, "--identity", identity, "--db", target.URL,
+	res := p.Run(t, "restore", ref, "--signer", signerFile(t), "--identity", identity, "--db", target.URL,
 		"--skip-files", "--skip-resources", "--kubeconfig", kubeconfig, "-n", ns)
 	if res.ExitCode != 26 {
 		t.Fatalf("restore of a PostgreSQL %d bundle using int4multirange into PostgreSQL %d: exit %d, want 26\n%s", src.Version(), dst.Version(), res.ExitCode, res.Combined())
@@ -247,7 +247,7 @@ func dumpOnMajor(t *testing.T, p *harness.Plugin, srv *harness.Server, recipient
 		t.Fatal(err)
 	}
 	ref := "oci:" + layout + ":v1"
-	p.MustRun(t, "bundle", "create", "--to", ref, "--db", db.URL, "--data-dir", "", "--recipient", recipient, "-o", "json")
+	p.MustRun(t, "bundle", "create", "--to", ref, "--db", db.URL, "--data-dir", "", "--recipient", recipient, "--signing-key", signingKeyFile(t), "-o", "json")
 	var inspect struct {
 		Metadata struct {
 			Source struct {
@@ -275,7 +275,7 @@ func restoreOnMajor(t *testing.T, p *harness.Plugin, k *harness.Kube, src *pgMaj
 	target := dst.NewDatabase(t)
 	ns := k.Namespace(t)
 	kubeconfig := k.KubeconfigFor(t, harness.AdminUser, ns)
-	res := p.Run(t, "restore", src.ref, "--identity", identity, "--db", target.URL,
+	res := p.Run(t, "restore", src.ref, "--signer", signerFile(t), "--identity", identity, "--db", target.URL,
 		"--skip-files", "--skip-resources", "--kubeconfig", kubeconfig, "-n", ns, "-o", "json")
 	if res.ExitCode != 0 {
 		t.Fatalf("restore of a PostgreSQL %d bundle into PostgreSQL %d: exit %d\n%s", src.major, dst.Version(), res.ExitCode, res.Combined())

@@ -55,7 +55,7 @@ func TestRestoreCLI_RecreateKeepsNode0CRs(t *testing.T) {
 	bundleOf := func() string {
 		ref := "oci:" + filepath.Join(t.TempDir(), "layout") + ":v1"
 		r := p.Run(t, "bundle", "create", "--to", ref, "--db", src.URL, "--data-dir", assistedData(t, plantedKubeadmin),
-			"--resources", "cluster", "--kubeconfig", node0Kubeconfig, "-n", node0NS, "--recipient", recipient, "-o", "json")
+			"--resources", "cluster", "--kubeconfig", node0Kubeconfig, "-n", node0NS, "--recipient", recipient, "--signing-key", signingKeyFile(t), "-o", "json")
 		if r.ExitCode != 0 {
 			t.Fatalf("bundle create: exit %d\n%s", r.ExitCode, r.Combined())
 		}
@@ -78,7 +78,7 @@ func TestRestoreCLI_RecreateKeepsNode0CRs(t *testing.T) {
 	}
 
 	t.Run("diff finds nothing", func(t *testing.T) {
-		r := p.Run(t, "restore", ref, "--identity", identity, "--recreate-resources", "--diff", "--db", emptyDatabase(t).URL, "--skip-files", "-o", "json")
+		r := p.Run(t, "restore", ref, "--signer", signerFile(t), "--identity", identity, "--recreate-resources", "--diff", "--db", emptyDatabase(t).URL, "--skip-files", "-o", "json")
 		if r.ExitCode != 0 || strings.TrimSpace(r.Stdout) != "[]" {
 			t.Fatalf("--diff: exit %d, want 0 and []\n%s", r.ExitCode, r.Combined())
 		}
@@ -87,7 +87,7 @@ func TestRestoreCLI_RecreateKeepsNode0CRs(t *testing.T) {
 	restoreNS := k.Namespace(t)
 	target := emptyDatabase(t)
 	postgresSecret(t, k, restoreNS, target)
-	r := p.Run(t, "restore", ref, "--identity", identity, "--recreate-resources", "--data-dir", filepath.Join(t.TempDir(), "data"),
+	r := p.Run(t, "restore", ref, "--signer", signerFile(t), "--identity", identity, "--recreate-resources", "--data-dir", filepath.Join(t.TempDir(), "data"),
 		"--kubeconfig", k.KubeconfigFor(t, harness.AdminUser, restoreNS), "-n", restoreNS, "-o", "json")
 	if r.ExitCode != 0 {
 		t.Fatalf("restore: exit %d\n%s", r.ExitCode, r.Combined())
@@ -153,7 +153,7 @@ func TestRestoreCLI_RecreateKeepsNode0CRs(t *testing.T) {
 		host := s.Hosts[0]
 		src.Exec(t, `UPDATE hosts SET requested_hostname = 'renamed-by-hand' WHERE id = $1`, host.ID)
 		changed := bundleOf()
-		r := p.Run(t, "restore", changed, "--identity", identity, "--recreate-resources", "--diff", "--db", emptyDatabase(t).URL, "--skip-files", "-o", "json")
+		r := p.Run(t, "restore", changed, "--signer", signerFile(t), "--identity", identity, "--recreate-resources", "--diff", "--db", emptyDatabase(t).URL, "--skip-files", "-o", "json")
 		var diffs []recreate.Difference
 		if r.ExitCode != 1 || json.Unmarshal([]byte(r.Stdout), &diffs) != nil || len(diffs) != 1 {
 			t.Fatalf("--diff: exit %d, want 1 and one difference\n%s", r.ExitCode, r.Combined())
@@ -162,7 +162,7 @@ func TestRestoreCLI_RecreateKeepsNode0CRs(t *testing.T) {
 			d.Object != host.Hostname || d.Database != "renamed-by-hand" {
 			t.Errorf("difference %+v", d)
 		}
-		r = p.Run(t, "restore", ref, "--identity", identity, "--recreate-resources", "--diff", "--db", emptyDatabase(t).URL, "--skip-files",
+		r = p.Run(t, "restore", ref, "--signer", signerFile(t), "--identity", identity, "--recreate-resources", "--diff", "--db", emptyDatabase(t).URL, "--skip-files",
 			"--namespace-mapping", node0NS+"=elsewhere", "-o", "json")
 		diffs = nil
 		if r.ExitCode != 1 || json.Unmarshal([]byte(r.Stdout), &diffs) != nil {
