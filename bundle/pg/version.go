@@ -74,8 +74,10 @@ func CheckTargetVersion(ctx context.Context, connString string, r io.Reader) (*V
 	}
 	vc.Older = true
 
-	var pre streamDDL
-	if err := sr.readJSON(memberPreData, &pre); err != nil {
+	// Every statement is checked (ErrUnsafeSQL) before any is tried: pre-data
+	// here, post-data in finish, with pre-data's tables known to the checker.
+	pre, err := sr.readPreData()
+	if err != nil {
 		return nil, err
 	}
 	hashes := make([]*tableHash, len(sr.header.Tables))
@@ -104,7 +106,7 @@ func CheckTargetVersion(ctx context.Context, connString string, r io.Reader) (*V
 		return nil, err
 	}
 	rs := &restorer{conn: conn, tx: tx, sr: sr}
-	for _, objs := range [][]object{pre.Objects, sr.post} {
+	for _, objs := range [][]object{pre, sr.post} {
 		if err := rs.execAll(ctx, objs); err != nil {
 			if ctx.Err() != nil {
 				return nil, err
