@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,6 +57,17 @@ func (s *ClusterSource) localAuthSecret(ctx context.Context) (*unstructured.Unst
 		if list.Items[i].GetName() == LocalAuthSecretName { // not every server filters by field
 			found = append(found, &list.Items[i])
 		}
+	}
+	// One in the exported namespaces is node 0's service's, whatever other
+	// services the cluster runs.
+	var inExported []*unstructured.Unstructured
+	for _, o := range found {
+		if slices.Contains(s.Namespaces, o.GetNamespace()) {
+			inExported = append(inExported, o)
+		}
+	}
+	if len(inExported) == 1 {
+		return inExported[0], nil
 	}
 	switch len(found) {
 	case 0:

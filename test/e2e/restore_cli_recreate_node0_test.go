@@ -2,12 +2,18 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -51,6 +57,11 @@ func TestRestoreCLI_RecreateKeepsNode0CRs(t *testing.T) {
 	if err := assisted.InsertRows(ctx, src.Connect(t), rows); err != nil {
 		t.Fatal(err)
 	}
+	// Node 0 runs assisted-service with local auth in node0NS, so the operator
+	// made its key pair there (agentserviceconfig_controller.go
+	// newAgentLocalAuthSecret); bundle create carries that one, whatever other
+	// services share this API server.
+	createNode0LocalAuth(t, k, node0NS)
 	node0Kubeconfig := k.KubeconfigFor(t, harness.AdminUser, node0NS)
 	bundleOf := func() string {
 		ref := "oci:" + filepath.Join(t.TempDir(), "layout") + ":v1"
@@ -217,4 +228,30 @@ func union(a, b map[string]any) map[string]bool {
 		out[k] = true
 	}
 	return out
+}
+
+// createNode0LocalAuth creates the assisted-servicelocal-auth Secret of a
+// service running in ns, with a fresh P-256 key pair.
+func createNode0LocalAuth(t *testing.T, k *harness.Kube, ns string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "assisted-servicelocal-auth", Namespace: ns},
+		Data: map[string][]byte{
+			"ec-private-key.pem": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}),
+			"ec-public-key.pem":  pem.EncodeToMemory(&pem.Block{Type: "EC PUBLIC KEY", Bytes: pubDER}),
+		}}
+	if _, err := k.Clientset(t).CoreV1().Secrets(ns).Create(context.Background(), sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
