@@ -40,9 +40,9 @@ outside the root, a device or FIFO, a sparse file, a name over 255 bytes or a pa
 4095, an extended attribute outside user.* or over the Linux limits, a setuid, setgid
 or sticky bit without --preserve-special-bits, more entries or bytes than the metadata
 declares, a name or attribute the target filesystem cannot hold, a database statement
-that is not one a dump writes); 8 a blob the manifest
-references is missing; 9 not signed by a --signer key (unsigned, another key, or
-altered), checked before anything else is read`
+that is not one a dump writes); 8 a blob the manifest references is missing; 9 not
+signed by a --signer key (unsigned, another key, or altered), checked before anything
+else is read`
 
 // registryOptions turns the registry flags into the bundle package's options.
 func registryOptions(r option.Registry) oci.RegistryOptions {
