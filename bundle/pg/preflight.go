@@ -43,16 +43,11 @@ func Preflight(ctx context.Context, connString string, r io.Reader, opts Preflig
 		}
 	}
 
-	conn, err := connect(ctx, connString, "target")
+	tx, done, err := readOnlyTarget(ctx, connString)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = conn.Close(context.Background()) }()
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return fmt.Errorf("inspect target database: %w", err)
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
+	defer done()
 	if err := prepareTarget(ctx, tx, false); err != nil && !opts.Replace {
 		return err
 	}

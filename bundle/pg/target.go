@@ -93,15 +93,28 @@ func prepareTarget(ctx context.Context, tx pgx.Tx, replace bool) error {
 // changes nothing (one READ ONLY transaction, rolled back): a restore calls it
 // before its first write anywhere.
 func CheckTarget(ctx context.Context, connString string) error {
-	conn, err := connect(ctx, connString, "target")
+	tx, done, err := readOnlyTarget(ctx, connString)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = conn.Close(context.Background()) }()
+	defer done()
+	return prepareTarget(ctx, tx, false)
+}
+
+// readOnlyTarget connects to the target and opens a READ ONLY transaction on
+// it; done rolls it back and closes the connection.
+func readOnlyTarget(ctx context.Context, connString string) (pgx.Tx, func(), error) {
+	conn, err := connect(ctx, connString, "target")
+	if err != nil {
+		return nil, nil, err
+	}
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return fmt.Errorf("inspect target database: %w", err)
+		_ = conn.Close(context.Background())
+		return nil, nil, fmt.Errorf("inspect target database: %w", err)
 	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	return prepareTarget(ctx, tx, false)
+	return tx, func() {
+		_ = tx.Rollback(context.Background())
+		_ = conn.Close(context.Background())
+	}, nil
 }

@@ -113,13 +113,19 @@ func (d *DB) journal(name, digest string, data map[string]string) *Journal {
 	return &Journal{db: d, name: name, digest: digest, cm: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}}
 }
 
-// Peek reads the journal of digest, or an error wrapping ErrNoJournal.
-func (d *DB) Peek(ctx context.Context, digest string) (*Journal, error) {
+// lookup reads the journal row of digest: its name, data and whether it exists.
+func (d *DB) lookup(ctx context.Context, digest string) (string, map[string]string, bool, error) {
 	name, err := JournalName(digest)
 	if err != nil {
-		return nil, err
+		return "", nil, false, err
 	}
 	data, found, err := d.get(ctx, name)
+	return name, data, found, err
+}
+
+// Peek reads the journal of digest, or an error wrapping ErrNoJournal.
+func (d *DB) Peek(ctx context.Context, digest string) (*Journal, error) {
+	name, data, found, err := d.lookup(ctx, digest)
 	if err != nil {
 		return nil, err
 	}
@@ -131,11 +137,7 @@ func (d *DB) Peek(ctx context.Context, digest string) (*Journal, error) {
 
 // Open reads the journal of digest, creating it when absent; see Open.
 func (d *DB) Open(ctx context.Context, digest, fingerprint string) (*Journal, error) {
-	name, err := JournalName(digest)
-	if err != nil {
-		return nil, err
-	}
-	data, found, err := d.get(ctx, name)
+	name, data, found, err := d.lookup(ctx, digest)
 	if err != nil {
 		return nil, err
 	}
