@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
 )
 
@@ -22,8 +24,14 @@ func TestVersion_ThroughKubectlPluginDiscovery(t *testing.T) {
 		t.Fatalf("stderr not empty: %q", r.Stderr)
 	}
 
+	// Parsed, not grepped: a version made only of digits (a short commit
+	// such as 0725730) is quoted in YAML.
 	y := p.MustRun(t, "version", "-o", "yaml")
-	if !strings.Contains(y.Stdout, "version: "+harness.BinaryVersion()) {
+	var vy map[string]any
+	if err := yaml.Unmarshal([]byte(y.Stdout), &vy); err != nil {
+		t.Fatalf("version -o yaml is not YAML: %v\n%s", err, y.Stdout)
+	}
+	if vy["version"] != harness.BinaryVersion() || vy["kind"] != "Version" {
 		t.Fatalf("version -o yaml:\n%s", y.Stdout)
 	}
 
