@@ -30,6 +30,11 @@ func main() {
 	out := map[string][]string{} // package/test -> output lines
 	var skipped, failed []string
 	passed := 0
+	type timing struct {
+		name    string
+		elapsed float64
+	}
+	var slow []timing // top-level tests only
 	pkgFailed := false
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -60,6 +65,9 @@ func main() {
 			if e.Test != "" {
 				passed++
 				delete(out, key)
+				if !strings.Contains(e.Test, "/") {
+					slow = append(slow, timing{strings.TrimPrefix(e.Package, "github.com/kubectl-assisted/kubectl-assisted/") + " " + e.Test, e.Elapsed})
+				}
 			}
 		case "skip":
 			if e.Test != "" {
@@ -83,6 +91,14 @@ func main() {
 		}
 	}
 	sort.Strings(skipped)
+	// The slowest tests, so a run's time can be read off its log.
+	if n := slowest(); n > 0 && len(slow) > 0 {
+		sort.Slice(slow, func(i, j int) bool { return slow[i].elapsed > slow[j].elapsed })
+		fmt.Printf("\nslowest tests:\n")
+		for i := 0; i < n && i < len(slow); i++ {
+			fmt.Printf("  %7.1fs  %s\n", slow[i].elapsed, slow[i].name)
+		}
+	}
 	if len(skipped) > 0 {
 		fmt.Printf("\n%d skipped test(s):\n", len(skipped))
 		for _, s := range skipped {
@@ -97,4 +113,15 @@ func main() {
 		fmt.Println("CI=true: a skipped test is a failure (a component or fixture the test needs is missing; make tools installs the components)")
 		os.Exit(1)
 	}
+}
+
+// slowest is how many of the slowest tests to list: GOTEST_SLOWEST, 10 by default.
+func slowest() int {
+	n := 10
+	if v := os.Getenv("GOTEST_SLOWEST"); v != "" {
+		if _, err := fmt.Sscan(v, &n); err != nil {
+			n = 10
+		}
+	}
+	return n
 }
