@@ -33,9 +33,9 @@ func NewSource(ctx context.Context, ref Reference, opts RegistryOptions) (Source
 		}
 		return &registrySource{ref: ref, repo: repo}, nil
 	case TransportLayout:
-		return newLayoutDirSource(ref)
+		return newLayoutDirSource(ctx, ref)
 	case TransportArchive:
-		return newArchiveSource(ref)
+		return newArchiveSource(ctx, ref)
 	}
 	return nil, fmt.Errorf("unknown transport %q", ref.Transport)
 }
