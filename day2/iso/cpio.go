@@ -102,6 +102,9 @@ func ReadCPIO(data []byte) ([]Member, error) {
 			if hdr.Linkname != "" {
 				m.Data = []byte(hdr.Linkname) // a symlink's data is its target
 			} else {
+				if hdr.Size > int64(br.Len()) { // before allocating what a header claims
+					return nil, fmt.Errorf("cpio: truncated entry at byte %d", at)
+				}
 				m.Data = make([]byte, hdr.Size)
 				if _, err := io.ReadFull(cr, m.Data); err != nil {
 					return nil, fmt.Errorf("cpio: truncated entry at byte %d: %w", at, err)
