@@ -1,27 +1,34 @@
 package oci
 
 import (
+	"archive/tar"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
+	"path/filepath"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	orasoci "oras.land/oras-go/v2/content/oci"
 )
 
-// layoutSource reads an OCI image layout from a directory or a tar of one
-// through oras-go's read-only OCI store. Fetch does not verify what it reads
-// (callers verify every blob against its descriptor), so a damaged layer
-// reaches the caller's verifier and is reported as exactly that; the store
-// itself reads and checks the manifests index.json names when it opens.
+// layoutSource reads an OCI image layout from a directory or a tar of one. It
+// does not verify what it reads (callers verify every blob against its
+// descriptor), so a damaged blob reaches the caller's verifier and is reported
+// as exactly that, rather than failing the open.
+// hand-written: oras-go v2.7.0's content/oci ReadOnlyStore verifies every manifest when it opens, so a damaged manifest fails the open untyped instead of as the IntegrityError (exit code) the bundle verifier gives.
 type layoutSource struct {
-	ref   Reference
-	store *orasoci.ReadOnlyStore
+	ref  Reference
+	open func(name string) (io.ReadCloser, error)
+	fc   io.Closer // the archive file, when any
 }
 
-func newLayoutDirSource(ctx context.Context, ref Reference) (*layoutSource, error) {
+const maxIndexBytes = 4 << 20
+
+func newLayoutDirSource(ref Reference) (*layoutSource, error) {
 	fi, err := os.Stat(ref.Path)
 	if err != nil {
 		return nil, fmt.Errorf("open OCI layout: %w", err)
@@ -29,53 +36,93 @@ func newLayoutDirSource(ctx context.Context, ref Reference) (*layoutSource, erro
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("open OCI layout %s: not a directory (an archive is oci-archive:%s)", ref.Path, ref.Path)
 	}
-	store, err := orasoci.NewFromFS(ctx, os.DirFS(ref.Path))
-	if err != nil {
-		return nil, fmt.Errorf("open OCI layout %s: %w", ref.Path, err)
-	}
-	return &layoutSource{ref: ref, store: store}, nil
+	root := ref.Path
+	return &layoutSource{ref: ref, open: func(name string) (io.ReadCloser, error) {
+		return os.Open(filepath.Join(root, filepath.FromSlash(name)))
+	}}, nil
 }
 
-// newArchiveSource indexes the tar's regular files once and then serves them
-// as sections of the file: no extraction.
-func newArchiveSource(ctx context.Context, ref Reference) (*layoutSource, error) {
-	store, err := orasoci.NewFromTar(ctx, ref.Path)
+// newArchiveSource indexes the tar's regular files once (name -> offset,
+// size) and then serves them as sections of the file: no extraction.
+func newArchiveSource(ref Reference) (*layoutSource, error) {
+	f, err := os.Open(ref.Path)
 	if err != nil {
-		return nil, fmt.Errorf("open OCI archive %s: %w", ref.Path, err)
+		return nil, fmt.Errorf("open OCI archive: %w", err)
 	}
-	return &layoutSource{ref: ref, store: store}, nil
+	type span struct{ off, size int64 }
+	entries := map[string]span{}
+	cr := &offsetReader{r: f}
+	tr := tar.NewReader(cr)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("open OCI archive %s: %w", ref.Path, err)
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			entries[path.Clean(hdr.Name)] = span{off: cr.n, size: hdr.Size}
+		}
+	}
+	return &layoutSource{ref: ref, fc: f, open: func(name string) (io.ReadCloser, error) {
+		s, ok := entries[name]
+		if !ok {
+			return nil, fmt.Errorf("%s in %s: %w", name, ref.Path, fs.ErrNotExist)
+		}
+		return io.NopCloser(io.NewSectionReader(f, s.off, s.size)), nil
+	}}, nil
+}
+
+// offsetReader counts bytes read; after tar.Reader.Next it is the offset of
+// the entry's data (tar.Reader reads headers and padding exactly).
+type offsetReader struct {
+	r io.Reader
+	n int64
+}
+
+func (o *offsetReader) Read(p []byte) (int, error) {
+	n, err := o.r.Read(p)
+	o.n += int64(n)
+	return n, err
 }
 
 func (s *layoutSource) Reference() Reference { return s.ref }
 
-func (s *layoutSource) Close() error { return nil }
+func (s *layoutSource) Close() error {
+	if s.fc != nil {
+		return s.fc.Close()
+	}
+	return nil
+}
 
-func (s *layoutSource) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+func (s *layoutSource) Fetch(_ context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
 	if err := desc.Digest.Validate(); err != nil {
 		return nil, fmt.Errorf("descriptor digest %q: %w", desc.Digest, err)
 	}
-	return s.store.Fetch(ctx, desc)
+	return s.open(path.Join(ocispec.ImageBlobsDir, desc.Digest.Algorithm().String(), desc.Digest.Encoded()))
 }
 
-// tagged returns the index.json entries that carry a tag
-// (org.opencontainers.image.ref.name), in tag order.
-func (s *layoutSource) tagged(ctx context.Context) ([]ocispec.Descriptor, error) {
-	var tags []string
-	if err := s.store.Tags(ctx, "", func(page []string) error {
-		tags = append(tags, page...)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("%s: list tags: %w", s.ref, err)
+// index reads index.json.
+func (s *layoutSource) index() (*ocispec.Index, error) {
+	rc, err := s.open(ocispec.ImageIndexFile)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", s.ref, ocispec.ImageIndexFile, err)
 	}
-	out := make([]ocispec.Descriptor, 0, len(tags))
-	for _, t := range tags {
-		d, err := s.store.Resolve(ctx, t)
-		if err != nil {
-			return nil, fmt.Errorf("%s: resolve %s: %w", s.ref, t, err)
-		}
-		out = append(out, d)
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxIndexBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", s.ref, ocispec.ImageIndexFile, err)
 	}
-	return out, nil
+	if len(b) > maxIndexBytes {
+		return nil, fmt.Errorf("%s: %s is over %d bytes", s.ref, ocispec.ImageIndexFile, maxIndexBytes)
+	}
+	var idx ocispec.Index
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", s.ref, ocispec.ImageIndexFile, err)
+	}
+	return &idx, nil
 }
 
 var errNotExist = fs.ErrNotExist
@@ -83,17 +130,17 @@ var errNotExist = fs.ErrNotExist
 // Resolve finds the manifest tagged with the reference's tag in index.json
 // (org.opencontainers.image.ref.name); without a tag, "latest" or the only
 // one (signatures, which refer to a bundle, do not count).
-func (s *layoutSource) Resolve(ctx context.Context) (ocispec.Descriptor, error) {
+func (s *layoutSource) Resolve(_ context.Context) (ocispec.Descriptor, error) {
+	idx, err := s.index()
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
 	want := s.ref.Tag
 	if want == "" {
 		want = defaultTag
 	}
-	all, err := s.tagged(ctx)
-	if err != nil {
-		return ocispec.Descriptor{}, err
-	}
 	var others []ocispec.Descriptor
-	for _, m := range all {
+	for _, m := range idx.Manifests {
 		if m.Annotations[ocispec.AnnotationRefName] == want {
 			return m, nil
 		}
@@ -104,33 +151,5 @@ func (s *layoutSource) Resolve(ctx context.Context) (ocispec.Descriptor, error) 
 	if s.ref.Tag == "" && len(others) == 1 {
 		return others[0], nil
 	}
-	return ocispec.Descriptor{}, fmt.Errorf("%s: no manifest tagged %q in %s: %w", s.ref, want, ocispec.ImageIndexFile, errNotExist)
-}
-
-// Referrers lists the tagged index.json entries of artifactType.
-func (s *layoutSource) Referrers(ctx context.Context, _ ocispec.Descriptor, artifactType string) ([]ocispec.Descriptor, error) {
-	all, err := s.tagged(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []ocispec.Descriptor
-	for _, m := range all {
-		if m.ArtifactType == artifactType && len(out) < MaxReferrers {
-			out = append(out, m)
-		}
-	}
-	return out, nil
-}
-
-func (s *layoutSource) ResolveTag(ctx context.Context, tag string) (ocispec.Descriptor, error) {
-	all, err := s.tagged(ctx)
-	if err != nil {
-		return ocispec.Descriptor{}, err
-	}
-	for _, m := range all {
-		if m.Annotations[ocispec.AnnotationRefName] == tag {
-			return m, nil
-		}
-	}
-	return ocispec.Descriptor{}, fmt.Errorf("%s: no manifest tagged %q: %w", s.ref, tag, errNotExist)
+	return ocispec.Descriptor{}, fmt.Errorf("%s: no manifest tagged %q in %s: %w", s.ref, want, ocispec.ImageIndexFile, fs.ErrNotExist)
 }

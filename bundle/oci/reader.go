@@ -33,9 +33,9 @@ func NewSource(ctx context.Context, ref Reference, opts RegistryOptions) (Source
 		}
 		return &registrySource{ref: ref, repo: repo}, nil
 	case TransportLayout:
-		return newLayoutDirSource(ctx, ref)
+		return newLayoutDirSource(ref)
 	case TransportArchive:
-		return newArchiveSource(ctx, ref)
+		return newArchiveSource(ref)
 	}
 	return nil, fmt.Errorf("unknown transport %q", ref.Transport)
 }

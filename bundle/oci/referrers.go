@@ -76,6 +76,33 @@ func (s *registrySource) ResolveTag(ctx context.Context, tag string) (ocispec.De
 	return s.repo.Resolve(ctx, tag)
 }
 
+func (s *layoutSource) Referrers(_ context.Context, _ ocispec.Descriptor, artifactType string) ([]ocispec.Descriptor, error) {
+	idx, err := s.index()
+	if err != nil {
+		return nil, err
+	}
+	var out []ocispec.Descriptor
+	for _, m := range idx.Manifests {
+		if m.ArtifactType == artifactType && len(out) < MaxReferrers {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (s *layoutSource) ResolveTag(_ context.Context, tag string) (ocispec.Descriptor, error) {
+	idx, err := s.index()
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	for _, m := range idx.Manifests {
+		if m.Annotations[ocispec.AnnotationRefName] == tag {
+			return m, nil
+		}
+	}
+	return ocispec.Descriptor{}, fmt.Errorf("%s: no manifest tagged %q: %w", s.ref, tag, errNotExist)
+}
+
 // isReferrerEntry tells an index.json entry that refers to another manifest
 // (a signature) from a bundle, for the "only manifest" rule of Resolve.
 func isReferrerEntry(d ocispec.Descriptor) bool {
