@@ -13,6 +13,7 @@ import (
 // writeArchive tars the layout in dir into path (via a temp file and a rename,
 // so a reader never sees half an archive). Entries are sorted, owned by 0:0 and
 // dated at the epoch, so equal layouts give equal archives.
+// hand-written: oras-go v2.7.0 reads OCI archives (content/oci.NewFromTar) but has no archive writer.
 func writeArchive(dir, path string) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".bundle-archive-*.tar")
 	if err != nil {

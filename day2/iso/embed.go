@@ -138,18 +138,6 @@ type Result struct {
 	Plan *Plan
 }
 
-// WriteFile writes the customized image to dst: it streams src into dst+".part"
-// (on Linux io.Copy between files uses copy_file_range, which may share blocks),
-// prepares the patches from that copy, writes them in place and renames.
-// On any error nothing is left at dst or dst+".part".
-func WriteFile(dst string, src io.Reader, c Customization) (*Result, error) {
-	cp, err := StartCopy(dst, src)
-	if err != nil {
-		return nil, err
-	}
-	return cp.Finish(c)
-}
-
 // Copy is a base image being copied, in the background, to dst+".part", so
 // that the rest of the work (token, payload, ignition) overlaps with it.
 type Copy struct {

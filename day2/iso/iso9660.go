@@ -34,6 +34,7 @@ type Extent struct {
 // Image is a read-only view of an ISO9660 file system: just enough to find
 // files by path (plain ISO9660 names, 8.3-truncated names and Rock Ridge names
 // all match).
+// hand-written: go-diskfs v1.9.3 (iso9660.Read + Open) is 7x slower, 969 vs 138 us and 2811 vs 142 allocs to find a node ISO's 8 files (BenchmarkISOLookup).
 type Image struct {
 	r    io.ReaderAt
 	root record

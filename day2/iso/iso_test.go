@@ -361,3 +361,23 @@ func TestWritePXE_InitrdCarriesIgnitionAndIPXEBootsIt(t *testing.T) {
 		t.Fatalf("ipxe script keeps coreos.liveiso:\n%s", script)
 	}
 }
+
+// TestReadCPIO_TruncatedAndOversized: a member whose header claims more data
+// than the archive holds is an error, not a huge allocation.
+func TestReadCPIO_TruncatedAndOversized(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteCPIO(&b, []Member{{Name: "config.ign", Mode: 0o100600, Data: []byte("0123456789")}}); err != nil {
+		t.Fatal(err)
+	}
+	good := b.Bytes()
+	// Truncated inside the member's data.
+	if _, err := ReadCPIO(good[:115]); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("truncated: err = %v", err)
+	}
+	// The size field (bytes 54..62 of the header) claims 4 GiB - 1.
+	huge := bytes.Clone(good)
+	copy(huge[54:62], "FFFFFFFF")
+	if _, err := ReadCPIO(huge); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("oversized: err = %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-assisted/kubectl-assisted/day2/csr"
@@ -119,23 +120,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	runCtx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	for {
-		m.round(runCtx)
+	err := wait.PollUntilContextCancel(runCtx, o.PollInterval, true, func(ctx context.Context) (bool, error) {
+		m.round(ctx)
 		if o.OnPoll != nil {
 			o.OnPoll(m.snapshot(""))
 		}
-		if m.allDone() {
-			return m.finish(OutcomeAllReady), nil
-		}
-		select {
-		case <-runCtx.Done():
-			if ctx.Err() != nil {
-				return m.finish(OutcomeInterrupted), nil
-			}
-			return m.finish(m.classify()), nil
-		case <-time.After(o.PollInterval):
-		}
+		return m.allDone(), nil
+	})
+	switch {
+	case err == nil:
+		return m.finish(OutcomeAllReady), nil
+	case ctx.Err() != nil:
+		return m.finish(OutcomeInterrupted), nil
 	}
+	return m.finish(m.classify()), nil
 }
 
 func setDefaults(o *Options) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coreos/ignition/v2/config/v3_4"
+	"github.com/google/uuid"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -192,10 +193,7 @@ func Create(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	o.progress("Preparing the agent authentication token")
-	infraEnvID, err := uuid4()
-	if err != nil {
-		return nil, err
-	}
+	infraEnvID := uuid.NewString()
 	tok, err := o.token(ctx, info, profile.Tokens, infraEnvID, now(), res)
 	if err != nil {
 		return nil, err
@@ -397,15 +395,4 @@ func randomHex(n int) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b), nil
-}
-
-func uuid4() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b)
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 // State of a phase in the journal.
@@ -92,9 +93,6 @@ func Open(ctx context.Context, c kubernetes.Interface, ns, digest, fingerprint s
 // Name is the journal ConfigMap's name.
 func (j *Journal) Name() string { return j.name }
 
-// Digest is the bundle digest the journal belongs to.
-func (j *Journal) Digest() string { return j.digest }
-
 // Record returns a phase's entry as last read or written.
 func (j *Journal) Record(phase string) (Record, bool) {
 	raw, ok := j.cm.Data[KeyPhasePrefix+phase]
@@ -133,7 +131,7 @@ func (j *Journal) Put(ctx context.Context, phase string, r Record) error {
 		return nil
 	}
 	cms := j.c.CoreV1().ConfigMaps(j.ns)
-	for attempt := 0; ; attempt++ {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cm := j.cm.DeepCopy()
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
@@ -144,13 +142,18 @@ func (j *Journal) Put(ctx context.Context, phase string, r Record) error {
 			j.cm = updated
 			return nil
 		}
-		if !apierrors.IsConflict(err) || attempt >= 4 {
-			return fmt.Errorf("record phase %s in journal %s/%s: %w", phase, j.ns, j.name, err)
+		if apierrors.IsConflict(err) {
+			// Someone else wrote the journal: retry on top of what they wrote.
+			fresh, gerr := cms.Get(ctx, j.name, metav1.GetOptions{})
+			if gerr != nil {
+				return gerr
+			}
+			j.cm = fresh
 		}
-		fresh, gerr := cms.Get(ctx, j.name, metav1.GetOptions{})
-		if gerr != nil {
-			return fmt.Errorf("record phase %s in journal %s/%s: %w", phase, j.ns, j.name, gerr)
-		}
-		j.cm = fresh
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record phase %s in journal %s/%s: %w", phase, j.ns, j.name, err)
 	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
@@ -78,11 +79,16 @@ func Wait(ctx context.Context, c kubernetes.Interface, ns, digest string, o Opti
 	if o.Interval <= 0 {
 		o.Interval = 2 * time.Second
 	}
-	var last error
-	for {
-		st, rec, err := poll(ctx, c, ns, digest)
+	var (
+		last error
+		st   Status
+		rec  *journal.Receipt
+	)
+	err := wait.PollUntilContextCancel(ctx, o.Interval, true, func(ctx context.Context) (bool, error) {
+		var err error
+		st, rec, err = poll(ctx, c, ns, digest)
 		if rec != nil || isFinal(err) {
-			return rec, err
+			return true, err
 		}
 		if err != nil && ctx.Err() == nil {
 			last = err
@@ -91,15 +97,15 @@ func Wait(ctx context.Context, c kubernetes.Interface, ns, digest string, o Opti
 		if o.OnStatus != nil {
 			o.OnStatus(st)
 		}
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				return nil, fmt.Errorf("%w waiting for the restore of %s (last error: %v)", ErrTimeout, digest, last)
-			}
-			return nil, fmt.Errorf("%w waiting for the restore of %s (last seen: %s %s)", ErrTimeout, digest, st.State, st.Phase)
-		case <-time.After(o.Interval):
-		}
+		return false, nil
+	})
+	if rec != nil || isFinal(err) {
+		return rec, err
 	}
+	if last != nil {
+		return nil, fmt.Errorf("%w waiting for the restore of %s (last error: %v)", ErrTimeout, digest, last)
+	}
+	return nil, fmt.Errorf("%w waiting for the restore of %s (last seen: %s %s)", ErrTimeout, digest, st.State, st.Phase)
 }
 
 func isFinal(err error) bool {
