@@ -437,7 +437,7 @@ func filesSpool(ctx context.Context, sp *spool, opts CreateOptions, exclude []st
 	need := treeBytes + treeBytes/50 + spoolMargin
 	if free, ok := diskFree(sp.dir); ok && free < need {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s layer: the spool directory %s has %s free, about %s is needed: the layer is streamed without the spool, and an interrupted push will produce it again (give --spool-dir on a larger filesystem)",
-			LayerFiles, sp.dir, humanBytes(free), humanBytes(need)))
+			LayerFiles, sp.dir, files.HumanBytes(free), files.HumanBytes(need)))
 		return ls
 	}
 	ls.file = sp.path(key, ".blob")
