@@ -51,6 +51,12 @@ func TestValidateBeforeIO(t *testing.T) {
 		want string
 	}{
 		{[]string{"version", "-o", "xml"}, "allowed formats are json, yaml"},
+		{[]string{"version", "extra"}, "unknown command"},
+		{[]string{"nope"}, `unknown command "nope" for "kubectl assisted"`},
+		{[]string{"wait-for", "nope"}, `unknown command "nope"`},
+		{[]string{"add-nodes", "nope"}, `unknown command "nope"`},
+		{[]string{"completion", "tcsh"}, `invalid argument "tcsh"`},
+		{[]string{"bundle", "verify"}, "accepts 1 arg(s), received 0"},
 		{append([]string{"wait-for", "restore-complete", "--bundle", "latest"}, noKube...), "give sha256:<64 hex>"},
 		{append([]string{"wait-for", "restore-complete", "--bundle", "sha256:" + strings.Repeat("a", 64), "--timeout", "0s"}, noKube...), "give a positive duration"},
 		{append([]string{"switchover"}, noKube...), "--service-url is required"},
@@ -68,7 +74,7 @@ func TestValidateBeforeIO(t *testing.T) {
 		{append([]string{"restore", "oci:/nonexistent:v1", "--allow-unsigned", "--no-cluster"}, noKube...), "--no-cluster keeps the journal"},
 	}
 	for _, tt := range tests {
-		t.Run(strings.Join(tt.args[:2], " "), func(t *testing.T) {
+		t.Run(strings.Join(tt.args[:min(2, len(tt.args))], " "), func(t *testing.T) {
 			code, stderr := run(t, tt.args...)
 			if code != 2 || !strings.Contains(stderr, tt.want) || !strings.Contains(stderr, "--help' for usage") {
 				t.Fatalf("%v: exit %d, want 2 with %q and a pointer to --help\n%s", tt.args, code, tt.want, stderr)

@@ -32,6 +32,8 @@ func NewCmdWaitFor(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "wait-for",
 		Short: "Wait for a condition on cluster 0",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newCmdWaitForRestoreComplete(env))
 	return cmd
