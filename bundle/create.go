@@ -20,6 +20,7 @@ import (
 	"oras.land/oras-go/v2/content"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
 )
 
@@ -173,7 +174,7 @@ func Write(ctx context.Context, w oci.Writer, opts CreateOptions) (res *Result, 
 
 	if opts.Database != nil {
 		err := add(LayerDatabase, func(lw io.Writer) error {
-			cw := &countWriter{w: lw}
+			cw := &pipe.CountingWriter{W: lw}
 			sum, err := opts.Database.Dump(ctx, cw)
 			if err != nil {
 				return fmt.Errorf("dump database: %w", err)
@@ -181,7 +182,7 @@ func Write(ctx context.Context, w oci.Writer, opts CreateOptions) (res *Result, 
 			if sum == nil {
 				return errors.New("dump database: the engine returned no summary")
 			}
-			meta.Database = &DatabaseInfo{Tables: sum.Tables, Bytes: cw.n}
+			meta.Database = &DatabaseInfo{Tables: sum.Tables, Bytes: cw.N}
 			meta.Source.PostgresVersion, meta.Source.LastMigration = sum.ServerVersion, sum.LastMigration
 			for _, id := range sum.ClusterIDs {
 				clusterIDs[id] = true
@@ -437,7 +438,7 @@ func filesSpool(ctx context.Context, sp *spool, opts CreateOptions, exclude []st
 	need := treeBytes + treeBytes/50 + spoolMargin
 	if free, ok := diskFree(sp.dir); ok && free < need {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s layer: the spool directory %s has %s free, about %s is needed: the layer is streamed without the spool, and an interrupted push will produce it again (give --spool-dir on a larger filesystem)",
-			LayerFiles, sp.dir, humanBytes(free), humanBytes(need)))
+			LayerFiles, sp.dir, files.HumanBytes(free), files.HumanBytes(need)))
 		return ls
 	}
 	ls.file = sp.path(key, ".blob")
@@ -512,15 +513,4 @@ func RecipientFingerprint(r age.Recipient) (string, error) {
 	}
 	sum := sha256.Sum256([]byte(s.String()))
 	return "sha256:" + hex.EncodeToString(sum[:16]), nil
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

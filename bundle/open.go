@@ -13,6 +13,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/sign"
 )
@@ -316,7 +317,8 @@ func (b *Bundle) fetch(ctx context.Context, l Layer) (io.ReadCloser, error) {
 	}
 	id := "pull " + string(l.Kind)
 	b.progress.Start(id, id, l.Descriptor.Size)
-	return &progressReadCloser{countingReader: countingReader{r: rc, p: b.progress, id: id}, c: rc}, nil
+	p := b.progress
+	return &progressReadCloser{CountingReader: pipe.CountingReader{R: rc, OnRead: func(n int64) { p.Add(id, n) }}, p: p, id: id, c: rc}, nil
 }
 
 // ageError classifies a failure of the age header: no identity matches (a
@@ -335,8 +337,12 @@ func tampered(l Layer, err error) error {
 	return &IntegrityError{Blob: string(l.Kind), Digest: l.Descriptor.Digest.String(), Reason: ReasonTampered + ": " + err.Error()}
 }
 
+// progressReadCloser reports a layer's bytes to its progress step, and the
+// step's end when closed.
 type progressReadCloser struct {
-	countingReader
+	pipe.CountingReader
+	p    Progress
+	id   string
 	c    io.Closer
 	done bool
 }

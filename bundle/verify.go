@@ -9,6 +9,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/resources"
 )
 
@@ -96,7 +97,7 @@ func (b *Bundle) verifyDecoded(ctx context.Context, l Layer, lr *LayerReport, op
 		return err
 	}
 	defer rc.Close()
-	cr := &countingReader{r: rc, p: nopProgress{}}
+	cr := &pipe.CountingReader{R: rc}
 	switch l.Kind {
 	case LayerFiles:
 		sum, err := files.CheckRules(ctx, cr, b.FilesRules(opts.PreserveSpecialBits))
@@ -124,7 +125,7 @@ func (b *Bundle) verifyDecoded(ctx context.Context, l Layer, lr *LayerReport, op
 			return err
 		}
 	}
-	lr.Decoded, lr.PlainBytes = true, cr.n
+	lr.Decoded, lr.PlainBytes = true, cr.N
 	return nil
 }
 

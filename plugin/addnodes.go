@@ -14,6 +14,8 @@ func NewCmdAddNodes(env *Env) *cobra.Command {
 "create" reads the cluster's configuration and builds, locally, the ISO (or PXE
 artifacts) that boots new hosts into the cluster; "monitor" follows each host until
 its Node is Ready and, when asked, approves the CSRs that provably belong to it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newCmdAddNodesCreate(env), newCmdAddNodesMonitor(env))
 	return cmd

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -23,6 +24,8 @@ import (
 
 // AddNodesCreateOptions holds the resolved inputs of `add-nodes create`.
 type AddNodesCreateOptions struct {
+	cmdEnv
+	noArgs
 	File               string
 	Dir                string
 	BaseISO            string
@@ -37,7 +40,7 @@ type AddNodesCreateOptions struct {
 	Output   option.Output
 	Terminal option.Terminal
 
-	// Resolved by Complete.
+	// Resolved at the start of Run.
 	nodes   *nodesconfig.Config
 	profile *clusterinfo.Info
 	kube    kubernetes.Interface
@@ -88,15 +91,6 @@ configuration with --save-cluster-profile to build later, offline, with
   %[1]s assisted add-nodes create -f nodes-config.yaml --dir out --save-cluster-profile cluster.json
   %[1]s assisted add-nodes create -f nodes-config.yaml --dir out --cluster-profile cluster.json`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(env, cmd); err != nil {
-				return err
-			}
-			if err := o.Validate(cmd); err != nil {
-				return err
-			}
-			return o.Run(env, cmd)
-		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.File, "file", "f", "", "nodes-config.yaml: the hosts to add (the installer's format)")
@@ -112,43 +106,66 @@ configuration with --save-cluster-profile to build later, offline, with
 	o.Output.AddFlags(f)
 	o.Terminal.AddFlags(f)
 	env.Kube.AddFlags(f)
-	return cmd
+	return wire(env, cmd, o)
 }
 
-// Complete loads nodes-config (or builds it from the single-host flags), the
-// profile, and the cluster clients.
-func (o *AddNodesCreateOptions) Complete(env *Env, cmd *cobra.Command) error {
-	if err := o.SingleHost.CheckOrphans(cmd.Flags()); err != nil {
-		return clierr.Usage(cmd, err)
+// Validate checks the flags and their combinations, before any I/O (but a
+// stat of --base-iso).
+func (o *AddNodesCreateOptions) Validate() error {
+	fs := o.cmd.Flags()
+	if err := o.SingleHost.CheckOrphans(fs); err != nil {
+		return err
 	}
-	single := o.SingleHost.Set(cmd.Flags())
+	single := o.SingleHost.Set(fs)
 	switch {
 	case o.File != "" && single:
-		return clierr.Usagef(cmd, "use either -f nodes-config.yaml or --mac-address (single host), not both")
-	case single:
-		c, err := o.SingleHost.Config(cmd.Flags())
+		return errors.New("use either -f nodes-config.yaml or --mac-address (single host), not both")
+	case o.File == "" && !single:
+		return nodesconfig.ErrNoHosts
+	}
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	if o.Compression != string(iso.XZ) && o.Compression != string(iso.Gzip) {
+		return fmt.Errorf("unknown --compression %q: use xz or gzip", o.Compression)
+	}
+	if o.ClusterProfile != "" && o.SaveClusterProfile != "" {
+		return errors.New("--cluster-profile (offline) and --save-cluster-profile (online) cannot be combined: give one")
+	}
+	if o.BaseISO != "" {
+		if st, err := os.Stat(o.BaseISO); err != nil || !st.Mode().IsRegular() {
+			return fmt.Errorf("--base-iso %s is not a readable file: give the path of a live ISO", o.BaseISO)
+		}
+	}
+	return nil
+}
+
+// resolve loads nodes-config (or builds it from the single-host flags), the
+// profile, and the cluster clients.
+func (o *AddNodesCreateOptions) resolve() error {
+	fs := o.cmd.Flags()
+	if o.SingleHost.Set(fs) {
+		c, err := o.SingleHost.Config(fs)
 		if err != nil {
-			return clierr.Usage(cmd, err)
+			return o.usage(err)
 		}
 		o.nodes = c
-	case o.File != "":
+	} else {
 		c, err := nodesconfig.Load(o.File)
 		if err != nil {
 			return clierr.New(fmt.Errorf("%s: %w", o.File, err), "Fix nodes-config.yaml; nothing was written.", clierr.ExitError)
 		}
 		o.nodes = c
-	default:
-		return clierr.Usage(cmd, nodesconfig.ErrNoHosts)
 	}
 	if o.ClusterProfile != "" {
 		p, err := clusterinfo.LoadProfile(o.ClusterProfile)
 		if err != nil {
-			return err
+			return clierr.New(err, "Give --cluster-profile a file saved with --save-cluster-profile.", clierr.ExitError)
 		}
 		o.profile = p
 		return nil
 	}
-	cfg, err := env.Kube.ToRESTConfig()
+	cfg, err := o.env.Kube.ToRESTConfig()
 	if err != nil {
 		return clierr.New(fmt.Errorf("kubeconfig: %w", err), "Point --kubeconfig at the cluster, or build offline with --cluster-profile.", clierr.ExitError)
 	}
@@ -159,27 +176,12 @@ func (o *AddNodesCreateOptions) Complete(env *Env, cmd *cobra.Command) error {
 	return err
 }
 
-// Validate checks flag combinations.
-func (o *AddNodesCreateOptions) Validate(cmd *cobra.Command) error {
-	if err := o.Output.Validate(); err != nil {
-		return clierr.Usage(cmd, err)
-	}
-	if o.Compression != string(iso.XZ) && o.Compression != string(iso.Gzip) {
-		return clierr.Usagef(cmd, "unknown --compression %q: use xz or gzip", o.Compression)
-	}
-	if o.ClusterProfile != "" && o.SaveClusterProfile != "" {
-		return clierr.Usagef(cmd, "--cluster-profile (offline) and --save-cluster-profile (online) cannot be combined")
-	}
-	if o.BaseISO != "" {
-		if st, err := os.Stat(o.BaseISO); err != nil || !st.Mode().IsRegular() {
-			return clierr.Usagef(cmd, "--base-iso %s is not a readable file", o.BaseISO)
-		}
-	}
-	return nil
-}
-
 // Run builds the artifacts and prints the result.
-func (o *AddNodesCreateOptions) Run(env *Env, cmd *cobra.Command) error {
+func (o *AddNodesCreateOptions) Run(ctx context.Context) error {
+	if err := o.resolve(); err != nil {
+		return err
+	}
+	env := o.env
 	errOut := env.Streams.ErrOut
 	showSteps := !o.Output.Machine() && !o.Terminal.NoProgress
 	opts := nodeimage.Options{
@@ -197,7 +199,7 @@ func (o *AddNodesCreateOptions) Run(env *Env, cmd *cobra.Command) error {
 			fmt.Fprintf(errOut, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
 		}
 	}
-	res, err := nodeimage.Create(cmd.Context(), opts)
+	res, err := nodeimage.Create(ctx, opts)
 	if err != nil {
 		return createError(err)
 	}
@@ -235,19 +237,6 @@ func createError(err error) error {
 		return clierr.New(err, "Ask a cluster administrator for the access named above, or build offline with --cluster-profile.", clierr.ExitError)
 	}
 	return err
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // trimmed is a helper for flag values read from files.

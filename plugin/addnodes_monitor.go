@@ -15,23 +15,15 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
 )
 
-// Exit codes of `add-nodes monitor`: 0 when every host became a Ready node,
-// otherwise what held the worst host back (clierr's 1 and 2 keep their meaning).
-const (
-	ExitMonitorTimeout            = 3   // time ran out; no more specific cause known
-	ExitMonitorValidationsFailing = 4   // a host's assisted-service validations kept failing
-	ExitMonitorCSRBlocked         = 5   // a host waits for a CSR that was not approved
-	ExitMonitorInstallFailed      = 6   // assisted-service reports a failed installation
-	ExitMonitorInterrupted        = 130 // interrupted (Ctrl-C)
-)
-
+// Exit codes of `add-nodes monitor` (docs/exit-codes.md): 0 when every host
+// became a Ready node, otherwise what held the worst host back.
 var monitorExitCodes = map[monitor.Outcome]int{
 	monitor.OutcomeAllReady:           0,
-	monitor.OutcomeTimeout:            ExitMonitorTimeout,
-	monitor.OutcomeValidationsFailing: ExitMonitorValidationsFailing,
-	monitor.OutcomeCSRBlocked:         ExitMonitorCSRBlocked,
-	monitor.OutcomeInstallFailed:      ExitMonitorInstallFailed,
-	monitor.OutcomeInterrupted:        ExitMonitorInterrupted,
+	monitor.OutcomeTimeout:            clierr.ExitTimeout,
+	monitor.OutcomeValidationsFailing: clierr.ExitMonitorValidationsFailing,
+	monitor.OutcomeCSRBlocked:         clierr.ExitMonitorCSRBlocked,
+	monitor.OutcomeInstallFailed:      clierr.ExitMonitorInstallFailed,
+	monitor.OutcomeInterrupted:        clierr.ExitInterrupted,
 }
 
 const monitorLong = `Follow each host of nodes-config.yaml until it is a Ready node: reachable, its local
@@ -53,13 +45,15 @@ SANs only the host's hostname and IPs, usages server auth + digital signature
 every other CSR is reported with the reasons it was not approved. Without
 --approve-csrs nothing is approved and the monitor says which CSRs would be.
 
-Exit codes: 0 every host is a Ready node; 1 error; 2 usage; 3 timeout; 4 a host's
-validations kept failing; 5 a host waits for a CSR that was not approved; 6 a
-host's installation failed; 130 interrupted. With -o json|yaml the summary goes to
-stdout; progress always goes to stderr.`
+Exit codes (docs/exit-codes.md): 0 every host is a Ready node; 1 error; 2 usage;
+30 timeout; 33 a host's validations kept failing; 34 a host waits for a CSR that was
+not approved; 35 a host's installation failed; 130 interrupted. With -o json|yaml
+the summary goes to stdout; progress always goes to stderr.`
 
 // AddNodesMonitorOptions holds the inputs of `add-nodes monitor`.
 type AddNodesMonitorOptions struct {
+	cmdEnv
+	noArgs
 	ConfigFile   string
 	IPAddresses  []string
 	ApproveCSRs  bool
@@ -97,15 +91,6 @@ func newCmdAddNodesMonitor(env *Env) *cobra.Command {
   # A host without static IPs in nodes-config.yaml, summary as JSON
   %[1]s assisted add-nodes monitor -f nodes-config.yaml --ip-addresses extra-worker-0=192.168.111.90 -o json`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return usageErr(cmd, err)
-			}
-			if err := o.Complete(cmd.Context(), env); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), env)
-		},
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&o.ConfigFile, "filename", "f", "", "nodes-config.yaml describing the new hosts")
@@ -116,16 +101,16 @@ func newCmdAddNodesMonitor(env *Env) *cobra.Command {
 	o.Output.AddFlags(fs)
 	o.Terminal.AddFlags(fs)
 	env.Kube.AddFlags(fs)
-	return cmd
+	return wire(env, cmd, o)
 }
 
 // Validate checks the flags alone.
 func (o *AddNodesMonitorOptions) Validate() error {
 	if o.ConfigFile == "" {
-		return errors.New("-f nodes-config.yaml is required")
+		return errors.New("-f nodes-config.yaml is required: give the file add-nodes create was run with")
 	}
 	if o.Timeout <= 0 {
-		return fmt.Errorf("--timeout must be positive, got %s", o.Timeout)
+		return fmt.Errorf("--timeout must be positive, got %s: give a duration such as 90m", o.Timeout)
 	}
 	if o.PollInterval < 100*time.Millisecond {
 		return fmt.Errorf("--poll-interval must be at least 100ms, got %s", o.PollInterval)
@@ -133,22 +118,23 @@ func (o *AddNodesMonitorOptions) Validate() error {
 	return o.Output.Validate()
 }
 
-// Complete reads nodes-config.yaml, resolves the host IPs, builds the
+// resolve reads nodes-config.yaml, resolves the host IPs, builds the
 // Kubernetes client and reads the assisted-service token.
-func (o *AddNodesMonitorOptions) Complete(ctx context.Context, env *Env) error {
+func (o *AddNodesMonitorOptions) resolve(ctx context.Context) error {
+	env := o.env
 	cfg, err := nodesconfig.Load(o.ConfigFile)
 	if err != nil {
-		return clierr.New(fmt.Errorf("read %s: %w", o.ConfigFile, err), "", clierr.ExitUsage)
+		return clierr.New(fmt.Errorf("read %s: %w", o.ConfigFile, err), "Give -f the nodes-config.yaml that add-nodes create was run with.", clierr.ExitUsage)
 	}
 	if err := cfg.Validate(); err != nil {
-		return clierr.New(fmt.Errorf("%s: %w", o.ConfigFile, err), "", clierr.ExitUsage)
+		return clierr.New(fmt.Errorf("%s: %w", o.ConfigFile, err), "Fix nodes-config.yaml (docs/add-nodes.md describes it).", clierr.ExitUsage)
 	}
 	if o.Hosts, err = monitor.HostsFromConfig(cfg, o.IPAddresses); err != nil {
-		return clierr.New(err, "", clierr.ExitUsage)
+		return clierr.New(err, "Give each host's IP with --ip-addresses HOSTNAME=IP.", clierr.ExitUsage)
 	}
 	rc, err := env.Kube.ToRESTConfig()
 	if err != nil {
-		return clierr.New(fmt.Errorf("kubeconfig: %w", err), "Check --kubeconfig and --context.", 0)
+		return clierr.New(fmt.Errorf("kubeconfig: %w", err), "Check --kubeconfig and --context.", clierr.ExitError)
 	}
 	if o.Kube, err = kubernetes.NewForConfig(rc); err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
@@ -161,7 +147,11 @@ func (o *AddNodesMonitorOptions) Complete(ctx context.Context, env *Env) error {
 
 // Run follows the hosts, prints the summary and returns an error carrying the
 // exit code when not every host became Ready.
-func (o *AddNodesMonitorOptions) Run(ctx context.Context, env *Env) error {
+func (o *AddNodesMonitorOptions) Run(ctx context.Context) error {
+	if err := o.resolve(ctx); err != nil {
+		return err
+	}
+	env := o.env
 	view := newMonitorView(env.Streams.ErrOut, o.Terminal.ShowProgress(env.Streams.ErrOut, &o.Output), o.Hosts)
 	if o.TokenWarning != "" {
 		view.event(monitor.Event{Time: time.Now(), Type: monitor.EventWarning, Message: o.TokenWarning})

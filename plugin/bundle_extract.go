@@ -16,22 +16,13 @@ import (
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
-	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
-	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
-	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
-	"github.com/kubectl-assisted/kubectl-assisted/plugin/progress"
 )
 
 // BundleExtractOptions holds the inputs of `bundle extract`.
 type BundleExtractOptions struct {
-	Ref                 string
-	Dir                 string
-	Identities          []string
-	Sign                signerOptions
-	PreserveSpecialBits bool
-	Registry            option.Registry
-	Output              option.Output
-	Terminal            option.Terminal
+	cmdEnv
+	bundleRead
+	Dir string
 }
 
 // NewCmdBundleExtract builds `bundle extract`.
@@ -58,31 +49,31 @@ Exit codes: 0 extracted;` + bundleExitCodes + `;
 		Example: env.Example(`
   %[1]s assisted bundle extract registry.example.com/assisted/node0:v1 --signer node0.pub --identity key.txt --dir ./node0`),
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Output.Validate(); err != nil {
-				return usageErr(cmd, err)
-			}
-			if _, err := oci.ParseReference(args[0]); err != nil {
-				return usageErr(cmd, err)
-			}
-			if o.Dir == "" {
-				return clierr.Usagef(cmd, "--dir is required")
-			}
-			if _, err := os.Lstat(o.Dir); !errors.Is(err, fs.ErrNotExist) {
-				return clierr.Usagef(cmd, "--dir %s already exists: give a new directory", o.Dir)
-			}
-			o.Ref = args[0]
-			return o.Run(cmd, env)
-		},
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", "", "New directory to unpack into")
-	cmd.Flags().StringArrayVar(&o.Identities, "identity", nil, "age identity file that decrypts the bundle; repeatable")
-	o.Sign.AddFlags(cmd.Flags())
-	cmd.Flags().BoolVar(&o.PreserveSpecialBits, "preserve-special-bits", false, "Accept setuid, setgid and sticky bits in the files layer and restore them (refused by default)")
-	o.Registry.AddFlags(cmd.Flags())
-	o.Output.AddFlags(cmd.Flags())
-	o.Terminal.AddFlags(cmd.Flags())
-	return cmd
+	o.addFlags(cmd.Flags(), "Accept setuid, setgid and sticky bits in the files layer and restore them (refused by default)")
+	return wire(env, cmd, o)
+}
+
+// Complete takes the reference.
+func (o *BundleExtractOptions) Complete(args []string) error {
+	o.Ref = args[0]
+	return nil
+}
+
+// Validate checks the reference and the flags, and that --dir does not exist
+// yet (a stat, nothing is read or written).
+func (o *BundleExtractOptions) Validate() error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	if o.Dir == "" {
+		return errors.New("--dir is required: give a directory that does not exist yet")
+	}
+	if _, err := os.Lstat(o.Dir); !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--dir %s already exists: give a new directory", o.Dir)
+	}
+	return nil
 }
 
 // BundleExtraction is the -o json|yaml result of `bundle extract`.
@@ -99,20 +90,11 @@ type BundleExtraction struct {
 }
 
 // Run extracts into a staging directory and renames it into place.
-func (o *BundleExtractOptions) Run(cmd *cobra.Command, env *Env) (err error) {
-	ids, err := readIdentities(o.Identities)
+func (o *BundleExtractOptions) Run(ctx context.Context) (err error) {
+	env := o.env
+	opts, bars, err := o.bundleOpenOptions(&o.bundleRead)
 	if err != nil {
-		return usageErr(cmd, err)
-	}
-	signers, err := o.Sign.keys()
-	if err != nil {
-		return usageErr(cmd, err)
-	}
-	opts := bundle.OpenOptions{Registry: registryOptions(o.Registry), Identities: ids, Signers: signers, AllowUnsigned: o.Sign.AllowUnsigned}
-	var bars *progress.Bars
-	if o.Terminal.ShowProgress(env.Streams.ErrOut, &o.Output) {
-		bars = progress.New(env.Streams.ErrOut, progress.Options{})
-		opts.Progress = bars
+		return err
 	}
 	start := time.Now()
 	stage, err := os.MkdirTemp(filepath.Dir(filepath.Clean(o.Dir)), "."+filepath.Base(o.Dir)+".partial-")
@@ -124,7 +106,7 @@ func (o *BundleExtractOptions) Run(cmd *cobra.Command, env *Env) (err error) {
 			_ = os.RemoveAll(stage)
 		}
 	}()
-	out, err := o.extract(cmd, opts, stage)
+	out, err := o.extract(ctx, opts, stage)
 	if bars != nil {
 		bars.Wait()
 	}
@@ -142,8 +124,7 @@ func (o *BundleExtractOptions) Run(cmd *cobra.Command, env *Env) (err error) {
 	return nil
 }
 
-func (o *BundleExtractOptions) extract(cmd *cobra.Command, opts bundle.OpenOptions, stage string) (*BundleExtraction, error) {
-	ctx := cmd.Context()
+func (o *BundleExtractOptions) extract(ctx context.Context, opts bundle.OpenOptions, stage string) (*BundleExtraction, error) {
 	b, err := bundle.Open(ctx, o.Ref, opts)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -10,12 +11,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
 )
 
 // BundleInspectOptions holds the inputs of `bundle inspect`.
 type BundleInspectOptions struct {
+	cmdEnv
 	Ref      string
 	Signers  []string
 	Registry option.Registry
@@ -38,21 +41,26 @@ func NewCmdBundleInspect(env *Env) *cobra.Command {
   # The same for scripts
   %[1]s assisted bundle inspect oci:/var/tmp/bundle:v1 -o json | jq .digest`),
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Output.Validate(); err != nil {
-				return usageErr(cmd, err)
-			}
-			if _, err := oci.ParseReference(args[0]); err != nil {
-				return usageErr(cmd, err)
-			}
-			o.Ref = args[0]
-			return o.Run(cmd, env)
-		},
 	}
 	cmd.Flags().StringArrayVar(&o.Signers, "signer", nil, "PEM public key to check the signatures found against (inspect never refuses a bundle for its signature); repeatable")
 	o.Registry.AddFlags(cmd.Flags())
 	o.Output.AddFlags(cmd.Flags())
-	return cmd
+	return wire(env, cmd, o)
+}
+
+// Complete takes the reference.
+func (o *BundleInspectOptions) Complete(args []string) error {
+	o.Ref = args[0]
+	return nil
+}
+
+// Validate checks the reference and -o.
+func (o *BundleInspectOptions) Validate() error {
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
+	_, err := oci.ParseReference(o.Ref)
+	return err
 }
 
 // BundleInspection is the -o json|yaml result of `bundle inspect`.
@@ -82,12 +90,13 @@ type BundleLayerInspect struct {
 }
 
 // Run opens the bundle (manifest and metadata only) and prints it.
-func (o *BundleInspectOptions) Run(cmd *cobra.Command, env *Env) error {
+func (o *BundleInspectOptions) Run(ctx context.Context) error {
+	env := o.env
 	signers, err := readSigners(o.Signers)
 	if err != nil {
-		return usageErr(cmd, err)
+		return o.usage(err)
 	}
-	b, err := bundle.Open(cmd.Context(), o.Ref, bundle.OpenOptions{Registry: registryOptions(o.Registry), Signers: signers, ListSignatures: true})
+	b, err := bundle.Open(ctx, o.Ref, bundle.OpenOptions{Registry: registryOptions(o.Registry), Signers: signers, ListSignatures: true})
 	if err != nil {
 		return bundleError(fmt.Errorf("inspect %s: %w", o.Ref, err))
 	}
@@ -151,6 +160,9 @@ func printInspection(w io.Writer, r *BundleInspection) error {
 	}
 	return nil
 }
+
+// humanBytes formats sizes in the CLI's output, as the bundle's messages do.
+var humanBytes = files.HumanBytes
 
 func orNone(s string) string {
 	if s == "" {

@@ -16,7 +16,7 @@ import (
 
 // ExitBundleSignature is the exit code of a bundle without a valid signature
 // by a trusted signer (unsigned, signed by another key, or altered).
-const ExitBundleSignature = 9
+const ExitBundleSignature = clierr.ExitBundleSignature
 
 // signerOptions are the flags of the commands that read a bundle's content:
 // --signer (trusted public keys) and --allow-unsigned.
@@ -30,11 +30,18 @@ func (s *signerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.AllowUnsigned, "allow-unsigned", false, "Accept a bundle without a valid signature by a --signer (insecure: anyone who can push to the tag could have made it)")
 }
 
-// keys reads the --signer files; a usage error when --allow-unsigned is
-// given too.
-func (s *signerOptions) keys() ([]sign.Key, error) {
+// validate refuses --allow-unsigned with --signer.
+func (s *signerOptions) validate() error {
 	if s.AllowUnsigned && len(s.Signers) > 0 {
-		return nil, errors.New("--allow-unsigned and --signer contradict each other: give one")
+		return errors.New("--allow-unsigned and --signer contradict each other: give one")
+	}
+	return nil
+}
+
+// keys reads the --signer files; an error when --allow-unsigned is given too.
+func (s *signerOptions) keys() ([]sign.Key, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
 	}
 	return readSigners(s.Signers)
 }

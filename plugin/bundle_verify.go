@@ -1,26 +1,19 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
-	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
-	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
-	"github.com/kubectl-assisted/kubectl-assisted/plugin/progress"
 )
 
 // BundleVerifyOptions holds the inputs of `bundle verify`.
 type BundleVerifyOptions struct {
-	Ref                 string
-	Identities          []string
-	Sign                signerOptions
-	PreserveSpecialBits bool
-	Registry            option.Registry
-	Output              option.Output
-	Terminal            option.Terminal
+	cmdEnv
+	bundleRead
 }
 
 // NewCmdBundleVerify builds `bundle verify`.
@@ -45,25 +38,19 @@ Exit codes: 0 verified;` + bundleExitCodes + `;
   # Decrypt and decode every layer
   %[1]s assisted bundle verify oci:/var/tmp/bundle:v1 --signer node0.pub --identity key.txt`),
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Output.Validate(); err != nil {
-				return usageErr(cmd, err)
-			}
-			if _, err := oci.ParseReference(args[0]); err != nil {
-				return usageErr(cmd, err)
-			}
-			o.Ref = args[0]
-			return o.Run(cmd, env)
-		},
 	}
-	cmd.Flags().StringArrayVar(&o.Identities, "identity", nil, "age identity file that decrypts the bundle; repeatable")
-	o.Sign.AddFlags(cmd.Flags())
-	cmd.Flags().BoolVar(&o.PreserveSpecialBits, "preserve-special-bits", false, "Accept setuid, setgid and sticky bits in the files layer (refused by default)")
-	o.Registry.AddFlags(cmd.Flags())
-	o.Output.AddFlags(cmd.Flags())
-	o.Terminal.AddFlags(cmd.Flags())
-	return cmd
+	o.addFlags(cmd.Flags(), "Accept setuid, setgid and sticky bits in the files layer (refused by default)")
+	return wire(env, cmd, o)
 }
+
+// Complete takes the reference.
+func (o *BundleVerifyOptions) Complete(args []string) error {
+	o.Ref = args[0]
+	return nil
+}
+
+// Validate checks the reference and the flags.
+func (o *BundleVerifyOptions) Validate() error { return o.validate() }
 
 // BundleVerification is the -o json|yaml result of `bundle verify`.
 type BundleVerification struct {
@@ -75,22 +62,12 @@ type BundleVerification struct {
 }
 
 // Run verifies the bundle.
-func (o *BundleVerifyOptions) Run(cmd *cobra.Command, env *Env) error {
-	ids, err := readIdentities(o.Identities)
+func (o *BundleVerifyOptions) Run(ctx context.Context) error {
+	opts, bars, err := o.bundleOpenOptions(&o.bundleRead)
 	if err != nil {
-		return usageErr(cmd, err)
+		return err
 	}
-	signers, err := o.Sign.keys()
-	if err != nil {
-		return usageErr(cmd, err)
-	}
-	opts := bundle.OpenOptions{Registry: registryOptions(o.Registry), Identities: ids, Signers: signers, AllowUnsigned: o.Sign.AllowUnsigned}
-	var bars *progress.Bars
-	if o.Terminal.ShowProgress(env.Streams.ErrOut, &o.Output) {
-		bars = progress.New(env.Streams.ErrOut, progress.Options{})
-		opts.Progress = bars
-	}
-	rep, err := o.verify(cmd, opts)
+	rep, err := o.verify(ctx, opts)
 	if bars != nil {
 		bars.Wait()
 	}
@@ -102,18 +79,18 @@ func (o *BundleVerifyOptions) Run(cmd *cobra.Command, env *Env) error {
 		out.Decrypted = out.Decrypted && l.Decoded
 	}
 	if o.Output.Machine() {
-		return o.Output.Print(env.Streams.Out, out)
+		return o.Output.Print(o.env.Streams.Out, out)
 	}
-	return printVerification(env.Streams.Out, out)
+	return printVerification(o.env.Streams.Out, out)
 }
 
-func (o *BundleVerifyOptions) verify(cmd *cobra.Command, opts bundle.OpenOptions) (*bundle.VerifyReport, error) {
-	b, err := bundle.Open(cmd.Context(), o.Ref, opts)
+func (o *BundleVerifyOptions) verify(ctx context.Context, opts bundle.OpenOptions) (*bundle.VerifyReport, error) {
+	b, err := bundle.Open(ctx, o.Ref, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer b.Close()
-	return b.Verify(cmd.Context(), bundle.VerifyOptions{Database: checkDatabaseLayer, PreserveSpecialBits: o.PreserveSpecialBits})
+	return b.Verify(ctx, bundle.VerifyOptions{Database: checkDatabaseLayer, PreserveSpecialBits: o.PreserveSpecialBits})
 }
 
 func printVerification(w io.Writer, r *BundleVerification) error {

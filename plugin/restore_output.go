@@ -48,23 +48,25 @@ func restoreError(err error) error {
 	var missing *resources.MissingAPIError
 	switch {
 	case errors.As(err, &oe), errors.As(err, &bc):
-		return clierr.New(err, "", clierr.ExitUsage)
+		return clierr.New(err, "See 'restore --help' for the flags and what each needs; nothing was changed.", clierr.ExitUsage)
 	case errors.Is(err, restore.ErrTargetNotEmpty), errors.Is(err, pg.ErrTargetNotEmpty):
-		return clierr.New(err, "Restore into an empty database and data directory, or pass --replace to replace what they hold.", ExitRestoreTargetNotEmpty)
+		return clierr.New(err, "Restore into an empty database and data directory, or pass --replace to replace what they hold.", clierr.ExitRestoreTargetNotEmpty)
 	case errors.As(err, &conflict):
-		return clierr.New(err, "", ExitRestoreConflict)
+		return clierr.New(err, "", clierr.ExitRestoreConflict)
 	case errors.As(err, &fp):
-		return clierr.New(err, "", ExitRestoreConflict)
+		return clierr.New(err, "", clierr.ExitRestoreConflict)
 	case errors.As(err, &mismatch):
-		return clierr.New(err, "The bundle's CRs and database rows do not describe the same clusters; re-create the bundle from one node 0, or use --recreate-resources.", ExitRestoreKubeKeys)
+		return clierr.New(err, "The bundle's CRs and database rows do not describe the same clusters; re-create the bundle from one node 0, or use --recreate-resources.", clierr.ExitRestoreKubeKeys)
 	case errors.As(err, &drift):
-		return clierr.New(err, "", ExitRestoreDrift)
+		return clierr.New(err, "", clierr.ExitRestoreDrift)
 	case errors.As(err, &apply):
-		return clierr.New(err, "Fix the cause and run the same command again: the restore resumes where it stopped.", ExitRestoreApply)
-	case errors.As(err, &unreachable), errors.As(err, &missing):
-		return clierr.New(err, "", ExitRestoreCluster)
+		return clierr.New(err, "Fix the cause and run the same command again: the restore resumes where it stopped.", clierr.ExitRestoreApply)
+	case errors.As(err, &unreachable):
+		return clierr.New(err, "Check --kubeconfig and --context, and that cluster 0's API server answers from here; then run the same command again.", clierr.ExitRestoreCluster)
+	case errors.As(err, &missing):
+		return clierr.New(err, "", clierr.ExitRestoreCluster)
 	case errors.Is(err, pg.ErrOlderTarget):
-		return clierr.New(err, "Restore into a database on the bundle's PostgreSQL major or a newer one (docs/postgresql.md lists which release runs which).", ExitRestoreOlderPostgres)
+		return clierr.New(err, "Restore into a database on the bundle's PostgreSQL major or a newer one (docs/postgresql.md lists which release runs which).", clierr.ExitRestoreOlderPostgres)
 	}
 	if mapped := bundleError(err); mapped != err {
 		return mapped

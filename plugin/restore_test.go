@@ -39,6 +39,7 @@ func TestParseNamespaceMapping(t *testing.T) {
 	}
 }
 
+// TestRestoreErrorExitCodes pins the documented numbers (docs/exit-codes.md).
 func TestRestoreErrorExitCodes(t *testing.T) {
 	wrap := func(err error) error { return fmt.Errorf("context: %w", err) }
 	tests := []struct {
@@ -46,28 +47,28 @@ func TestRestoreErrorExitCodes(t *testing.T) {
 		err  error
 		want int
 	}{
-		{"options", &restore.OptionsError{Err: errors.New("x")}, clierr.ExitUsage},
-		{"bundle lacks a layer", &restore.BundleContentError{Err: errors.New("x")}, clierr.ExitUsage},
-		{"integrity", wrap(&bundle.IntegrityError{Blob: "database"}), ExitBundleIntegrity},
-		{"decrypt", wrap(&bundle.DecryptError{Err: bundle.ErrWrongIdentity}), ExitBundleDecrypt},
+		{"options", &restore.OptionsError{Err: errors.New("x")}, 2},
+		{"bundle lacks a layer", &restore.BundleContentError{Err: errors.New("x")}, 2},
+		{"integrity", wrap(&bundle.IntegrityError{Blob: "database"}), 3},
+		{"decrypt", wrap(&bundle.DecryptError{Err: bundle.ErrWrongIdentity}), 4},
 		{"tampered ciphertext", wrap(&bundle.IntegrityError{Blob: "files", Reason: bundle.ReasonTampered}), 3},
 		{"missing blob", wrap(&bundle.MissingBlobError{Blob: "files layer", Err: errors.New("not found")}), 8},
 		{"inconsistent versions", wrap(&bundle.VersionMismatchError{Manifest: "1.0.1", Metadata: "1.0.0"}), 5},
 		{"unsupported version", wrap(&bundle.UnsupportedVersionError{Version: "2.0.0"}), 5},
 		{"unsafe entry", wrap(&files.UnsafeEntryError{Name: "x", Reason: files.ReasonSparse}), 7},
 		{"target cannot hold it", wrap(&files.TargetError{Dir: "/d", Reason: "path"}), 7},
-		{"target too small", wrap(&files.TargetError{Dir: "/d", Reason: "space", NoSpace: true}), clierr.ExitError},
-		{"database not empty", wrap(&pg.TargetNotEmptyError{Objects: []string{"table public.x"}}), ExitRestoreTargetNotEmpty},
-		{"data dir not empty", &restore.DataDirNotEmptyError{Dir: "/d"}, ExitRestoreTargetNotEmpty},
-		{"conflict", wrap(&resources.ConflictError{}), ExitRestoreConflict},
-		{"journal of other options", &journal.FingerprintMismatchError{Name: "j"}, ExitRestoreConflict},
-		{"kube keys", wrap(&journal.PhaseError{Phase: "database", Err: &kubekeys.MismatchError{Problems: []string{"p"}}}), ExitRestoreKubeKeys},
-		{"drift", wrap(&restore.DriftError{}), ExitRestoreDrift},
-		{"apply", &journal.PhaseError{Phase: "resources", Err: &resources.ApplyError{Err: errors.New("x")}}, ExitRestoreApply},
-		{"unreachable", &resources.UnreachableError{Err: errors.New("x")}, ExitRestoreCluster},
-		{"missing CRDs", wrap(&resources.MissingAPIError{}), ExitRestoreCluster},
+		{"target too small", wrap(&files.TargetError{Dir: "/d", Reason: "space", NoSpace: true}), 1},
+		{"database not empty", wrap(&pg.TargetNotEmptyError{Objects: []string{"table public.x"}}), 20},
+		{"data dir not empty", &restore.DataDirNotEmptyError{Dir: "/d"}, 20},
+		{"conflict", wrap(&resources.ConflictError{}), 21},
+		{"journal of other options", &journal.FingerprintMismatchError{Name: "j"}, 21},
+		{"kube keys", wrap(&journal.PhaseError{Phase: "database", Err: &kubekeys.MismatchError{Problems: []string{"p"}}}), 22},
+		{"drift", wrap(&restore.DriftError{}), 23},
+		{"apply", &journal.PhaseError{Phase: "resources", Err: &resources.ApplyError{Err: errors.New("x")}}, 24},
+		{"unreachable", &resources.UnreachableError{Err: errors.New("x")}, 25},
+		{"missing CRDs", wrap(&resources.MissingAPIError{}), 25},
 		{"older PostgreSQL", wrap(&pg.OlderTargetError{SourceVersion: "16.4", SourceVersionNum: 160004, TargetVersion: "13.22", TargetVersionNum: 130022, Err: errors.New("x")}), 26},
-		{"anything else", errors.New("x"), clierr.ExitError},
+		{"anything else", errors.New("x"), 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

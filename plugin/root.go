@@ -61,7 +61,24 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdRestore(env),
 		NewCmdMigrate(env),
 	)
+	usageArgs(cmd)
 	return cmd
+}
+
+// usageArgs makes a wrong number or kind of positional arguments a usage error
+// (exit 2, pointer to --help) in every command, as a bad flag is.
+func usageArgs(cmd *cobra.Command) {
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			if err := args(c, a); err != nil {
+				return clierr.Usage(c, err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
 }
 
 // Env is what every command constructor receives: the streams, the shared kube
@@ -81,9 +98,13 @@ func (e *Env) Example(s string) string {
 // Execute runs the root command and turns its error into one clear message on
 // stderr and an exit code (see clierr.ExitCode).
 func Execute(ctx context.Context, cmd *cobra.Command, streams genericiooptions.IOStreams) int {
-	err := cmd.ExecuteContext(ctx)
+	c, err := cmd.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
+	}
+	var ce *clierr.Error
+	if !errors.As(err, &ce) && strings.HasPrefix(err.Error(), "unknown command ") {
+		err = clierr.Usage(c, err) // cobra's own, for the root's subcommands
 	}
 	if errors.Is(err, clierr.ErrSilent) {
 		return clierr.ExitCode(err)

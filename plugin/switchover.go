@@ -29,6 +29,7 @@ const (
 
 // SwitchoverOptions are the resolved inputs of `switchover`.
 type SwitchoverOptions struct {
+	cmdEnv
 	switchover.Options
 	// TokenNamespace is where the restore left HandoverSecret (-n).
 	TokenNamespace string
@@ -67,15 +68,6 @@ with redirects to the new one until it is stopped (Ctrl-C) or node 0 reboots.`,
   %[1]s assisted switchover --kubeconfig cluster0.kubeconfig --service-url https://... \
       --redirect-listen 0.0.0.0:8090`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(cmd, env); err != nil {
-				return err
-			}
-			if err := o.Validate(cmd); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), env)
-		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.ServiceURL, "service-url", "", "Cluster 0's assisted-service URL (https://...)")
@@ -89,64 +81,70 @@ with redirects to the new one until it is stopped (Ctrl-C) or node 0 reboots.`,
 	fs.StringVar(&o.RedirectListen, "redirect-listen", "", "After switching, serve redirects to the new URL on this address (e.g. 0.0.0.0:8090) until stopped")
 	o.Output.AddFlags(fs)
 	env.Kube.AddFlags(fs)
-	return cmd
+	return wire(env, cmd, o)
 }
 
-// Complete resolves the client, the namespace, and the token.
-func (o *SwitchoverOptions) Complete(cmd *cobra.Command, env *Env) error {
-	ns, _, err := env.Kube.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return err
-	}
-	o.TokenNamespace = ns
-	if cmd.Flags().Changed("skip-cert-verification") {
+// Complete sets SkipCertVerification only when the flag was given (unset
+// keeps the controller's setting).
+func (o *SwitchoverOptions) Complete([]string) error {
+	if o.cmd.Flags().Changed("skip-cert-verification") {
 		o.SkipCertVerification = &o.skipVerify
-	}
-	cfg, err := env.Kube.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("cluster 0's kubeconfig: %w", err)
-	}
-	if o.Client, err = kubernetes.NewForConfig(cfg); err != nil {
-		return err
-	}
-	if o.Token == "" {
-		s, err := o.Client.CoreV1().Secrets(ns).Get(cmd.Context(), HandoverSecret, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			fmt.Fprintf(env.Streams.ErrOut, "warning: no Secret %s/%s from a restore: the controller keeps its current token\n", ns, HandoverSecret)
-		case err != nil:
-			return fmt.Errorf("read the restore's token: %w", err)
-		default:
-			o.Token = string(s.Data[HandoverTokenKey])
-		}
-		// The controller's current token may verify on cluster 0 already (the
-		// restore carried node 0's key): switchover then keeps it.
-		la, err := o.Client.CoreV1().Secrets(ns).Get(cmd.Context(), auth.LocalAuthSecretName, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			o.LocalAuthPublicKey = la.Data[auth.KeyECPublic]
-		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("read cluster 0's local-auth key: %w", err)
-		}
 	}
 	return nil
 }
 
 // Validate checks the flags.
-func (o *SwitchoverOptions) Validate(cmd *cobra.Command) error {
+func (o *SwitchoverOptions) Validate() error {
 	if o.ServiceURL == "" {
-		return usageErr(cmd, errors.New("--service-url is required"))
+		return errors.New("--service-url is required: give cluster 0's assisted-service URL (restore prints it)")
 	}
 	if err := o.Options.Validate(); err != nil {
-		return usageErr(cmd, err)
+		return err
 	}
 	if o.RedirectListen != "" {
 		if _, _, err := net.SplitHostPort(o.RedirectListen); err != nil {
-			return usageErr(cmd, fmt.Errorf("--redirect-listen %q: %v", o.RedirectListen, err))
+			return fmt.Errorf("--redirect-listen %q: %v (give HOST:PORT, such as 0.0.0.0:8090)", o.RedirectListen, err)
 		}
 	}
-	if err := o.Output.Validate(); err != nil {
-		return usageErr(cmd, err)
+	return o.Output.Validate()
+}
+
+// resolve builds the client, and reads the namespace and the token the
+// restore left.
+func (o *SwitchoverOptions) resolve(ctx context.Context) error {
+	env := o.env
+	ns, _, err := env.Kube.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return clierr.New(fmt.Errorf("namespace: %w", err), "Check --kubeconfig and --context.", clierr.ExitUsage)
+	}
+	o.TokenNamespace = ns
+	cfg, err := env.Kube.ToRESTConfig()
+	if err != nil {
+		return clierr.New(fmt.Errorf("cluster 0's kubeconfig: %w", err), "Pass --kubeconfig (and --context) for cluster 0.", clierr.ExitError)
+	}
+	if o.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	if o.Token != "" {
+		return nil
+	}
+	s, err := o.Client.CoreV1().Secrets(ns).Get(ctx, HandoverSecret, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		fmt.Fprintf(env.Streams.ErrOut, "warning: no Secret %s/%s from a restore: the controller keeps its current token\n", ns, HandoverSecret)
+	case err != nil:
+		return fmt.Errorf("read the restore's token: %w", err)
+	default:
+		o.Token = string(s.Data[HandoverTokenKey])
+	}
+	// The controller's current token may verify on cluster 0 already (the
+	// restore carried node 0's key): switchover then keeps it.
+	la, err := o.Client.CoreV1().Secrets(ns).Get(ctx, auth.LocalAuthSecretName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		o.LocalAuthPublicKey = la.Data[auth.KeyECPublic]
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("read cluster 0's local-auth key: %w", err)
 	}
 	return nil
 }
@@ -159,10 +157,14 @@ type SwitchoverResult struct {
 }
 
 // Run switches, reports, and then optionally serves redirects.
-func (o *SwitchoverOptions) Run(ctx context.Context, env *Env) error {
+func (o *SwitchoverOptions) Run(ctx context.Context) error {
+	if err := o.resolve(ctx); err != nil {
+		return err
+	}
+	env := o.env
 	res, err := switchover.Run(ctx, o.Client, o.Options)
 	if errors.Is(err, switchover.ErrControllerNotFound) {
-		return clierr.New(err, "The controller only exists while cluster 0 finishes installing; nothing needs switching after it is gone.", 0)
+		return clierr.New(err, "The controller only exists while cluster 0 finishes installing; nothing needs switching after it is gone.", clierr.ExitError)
 	}
 	if err != nil {
 		return err

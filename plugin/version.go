@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -67,6 +68,8 @@ func CurrentVersion() VersionInfo {
 
 // VersionOptions holds the resolved inputs of `version`.
 type VersionOptions struct {
+	cmdEnv
+	noArgs
 	Output option.Output
 }
 
@@ -83,19 +86,17 @@ func NewCmdVersion(env *Env) *cobra.Command {
   # Print it as JSON for scripts
   %[1]s assisted version -o json`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Output.Validate(); err != nil {
-				return usageErr(cmd, err)
-			}
-			return o.Run(env)
-		},
 	}
 	o.Output.AddFlags(cmd.Flags())
-	return cmd
+	return wire(env, cmd, o)
 }
 
+// Validate checks -o.
+func (o *VersionOptions) Validate() error { return o.Output.Validate() }
+
 // Run prints the version.
-func (o *VersionOptions) Run(env *Env) error {
+func (o *VersionOptions) Run(context.Context) error {
+	env := o.env
 	v := CurrentVersion()
 	if o.Output.Machine() {
 		return o.Output.Print(env.Streams.Out, v)

@@ -15,15 +15,10 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/restore/waitfor"
 )
 
-// Exit codes of wait-for, distinct so a systemd unit or script can tell why.
-const (
-	waitForExitTimeout     = 3 // no receipt before --timeout
-	waitForExitFailed      = 4 // the restore recorded a failed phase
-	waitForExitOtherBundle = 5 // cluster 0 holds a receipt for another bundle, or an incomplete one
-)
-
 // WaitForOptions are the resolved inputs of `wait-for restore-complete`.
 type WaitForOptions struct {
+	cmdEnv
+	noArgs
 	Digest    string
 	Namespace string
 	Timeout   time.Duration
@@ -37,6 +32,8 @@ func NewCmdWaitFor(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "wait-for",
 		Short: "Wait for a condition on cluster 0",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newCmdWaitForRestoreComplete(env))
 	return cmd
@@ -51,62 +48,57 @@ func newCmdWaitForRestoreComplete(env *Env) *cobra.Command {
 with every phase done, then exit 0. Node 0 runs this before it reboots (see
 docs/examples/kubectl-assisted-wait-for-restore.service).
 
-Exit codes: 0 restored; 3 timed out; 4 the restore failed (the reason is
-printed); 5 cluster 0 holds a receipt for another bundle, or an incomplete one;
-1 other errors; 2 usage. It never exits 0 for another digest or a failed restore.`,
+Exit codes (docs/exit-codes.md): 0 restored; 30 timed out; 31 the restore failed
+(the reason is printed); 32 cluster 0 holds a receipt for another bundle, or an
+incomplete one; 1 other errors; 2 usage. It never exits 0 for another digest or a
+failed restore.`,
 		Example: env.Example(`
   # Hold node 0 until cluster 0 is restored from the bundle just pushed
   %[1]s assisted wait-for restore-complete --kubeconfig cluster0.kubeconfig \
       -n multicluster-engine --bundle sha256:4f1c... --timeout 30m`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(env); err != nil {
-				return err
-			}
-			if err := o.Validate(cmd); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), env)
-		},
 	}
 	cmd.Flags().StringVar(&o.Digest, "bundle", "", "Digest of the bundle whose restore to wait for (sha256:...)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 30*time.Minute, "How long to wait before giving up")
 	cmd.Flags().DurationVar(&o.Interval, "interval", 2*time.Second, "How often to look")
 	o.Output.AddFlags(cmd.Flags())
 	env.Kube.AddFlags(cmd.Flags())
-	return cmd
-}
-
-// Complete resolves the namespace and the client from the kube flags.
-func (o *WaitForOptions) Complete(env *Env) error {
-	ns, _, err := env.Kube.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return err
-	}
-	o.Namespace = ns
-	cfg, err := env.Kube.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("cluster 0's kubeconfig: %w", err)
-	}
-	o.Client, err = kubernetes.NewForConfig(cfg)
-	return err
+	return wire(env, cmd, o)
 }
 
 // Validate checks the flags.
-func (o *WaitForOptions) Validate(cmd *cobra.Command) error {
+func (o *WaitForOptions) Validate() error {
 	if o.Digest == "" {
-		return usageErr(cmd, fmt.Errorf("--bundle DIGEST is required"))
+		return errors.New("--bundle DIGEST is required: give the digest that bundle create or bundle inspect printed")
 	}
 	if _, err := journal.ReceiptName(o.Digest); err != nil {
-		return usageErr(cmd, fmt.Errorf("--bundle %q is not a digest (want sha256:<64 hex>)", o.Digest))
+		return fmt.Errorf("--bundle %q is not a digest: give sha256:<64 hex>, as bundle inspect prints it", o.Digest)
 	}
 	if o.Timeout <= 0 {
-		return usageErr(cmd, fmt.Errorf("--timeout must be positive"))
+		return fmt.Errorf("--timeout %s: give a positive duration (30m, 1h)", o.Timeout)
 	}
-	if err := o.Output.Validate(); err != nil {
-		return usageErr(cmd, err)
+	if o.Interval <= 0 {
+		return fmt.Errorf("--interval %s: give a positive duration (2s)", o.Interval)
 	}
-	return nil
+	return o.Output.Validate()
+}
+
+// resolve reads the namespace and builds the client from the kube flags.
+func (o *WaitForOptions) resolve() error {
+	ns, _, err := o.env.Kube.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return clierr.New(fmt.Errorf("namespace: %w", err), "Check --kubeconfig and --context.", clierr.ExitUsage)
+	}
+	o.Namespace = ns
+	if o.Client != nil {
+		return nil
+	}
+	cfg, err := o.env.Kube.ToRESTConfig()
+	if err != nil {
+		return clierr.New(fmt.Errorf("cluster 0's kubeconfig: %w", err), "Pass --kubeconfig (and --context) for cluster 0.", clierr.ExitError)
+	}
+	o.Client, err = kubernetes.NewForConfig(cfg)
+	return err
 }
 
 // WaitForResult is the -o json|yaml result.
@@ -118,7 +110,11 @@ type WaitForResult struct {
 }
 
 // Run waits and reports.
-func (o *WaitForOptions) Run(ctx context.Context, env *Env) error {
+func (o *WaitForOptions) Run(ctx context.Context) error {
+	if err := o.resolve(); err != nil {
+		return err
+	}
+	env := o.env
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	last := ""
@@ -154,11 +150,11 @@ func waitForError(err error) error {
 	var inc *waitfor.IncompleteReceiptError
 	switch {
 	case errors.As(err, &failed):
-		return clierr.New(err, "Fix the cause, then rerun the same restore (or migrate): it resumes where it stopped.", waitForExitFailed)
+		return clierr.New(err, "Fix the cause, then rerun the same restore (or migrate): it resumes where it stopped.", clierr.ExitWaitRestoreFailed)
 	case errors.As(err, &other), errors.As(err, &inc):
-		return clierr.New(err, "Check that node 0 and cluster 0 agree on the bundle: `kubectl assisted bundle inspect REF` prints its digest.", waitForExitOtherBundle)
+		return clierr.New(err, "Check that node 0 and cluster 0 agree on the bundle: `kubectl assisted bundle inspect REF` prints its digest.", clierr.ExitWaitOtherBundle)
 	case errors.Is(err, waitfor.ErrTimeout):
-		return clierr.New(err, "", waitForExitTimeout)
+		return clierr.New(err, "Look at the restore on cluster 0 (its Job or command output); run wait-for again with a longer --timeout.", clierr.ExitTimeout)
 	}
 	return err
 }

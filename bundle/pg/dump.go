@@ -115,7 +115,7 @@ func Dump(ctx context.Context, connString string, w io.Writer, opts DumpOptions)
 		return nil, err
 	}
 	progress(ProgressEvent{Phase: PhaseDone, TablesDone: len(plan.tables), TablesTotal: len(plan.tables), Bytes: summary.DataBytes})
-	return &Summary{ServerVersion: version, LastMigration: plan.header.LastMigration, Tables: summary.Tables, Bytes: sw.count.n}, nil
+	return &Summary{ServerVersion: version, LastMigration: plan.header.LastMigration, Tables: summary.Tables, Bytes: sw.count.N}, nil
 }
 
 // copyColumnList is the column list of a COPY statement; a table without

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 )
 
 // Stream format identifiers; see the package documentation.
@@ -86,11 +88,11 @@ type streamSummary struct {
 // time, so one database state always gives the same bytes.
 type streamWriter struct {
 	tw    *tar.Writer
-	count *countingWriter
+	count *pipe.CountingWriter
 }
 
 func newStreamWriter(w io.Writer) *streamWriter {
-	cw := &countingWriter{w: w}
+	cw := &pipe.CountingWriter{W: w}
 	return &streamWriter{tw: tar.NewWriter(cw), count: cw}
 }
 
@@ -167,15 +169,4 @@ func (c *chunker) flush() error {
 	c.chunk++
 	c.n = 0
 	return nil
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

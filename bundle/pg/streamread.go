@@ -8,13 +8,15 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 )
 
 // streamReader reads a dump stream strictly: members in the documented order,
 // nothing unknown, bounded metadata, every table of the header accounted for.
 type streamReader struct {
 	tr      *tar.Reader
-	count   *countingReader
+	count   *pipe.CountingReader
 	pending *tar.Header
 	header  streamHeader
 	post    []object // post-data, once read
@@ -23,7 +25,7 @@ type streamReader struct {
 }
 
 func newStreamReader(r io.Reader) *streamReader {
-	cr := &countingReader{r: r}
+	cr := &pipe.CountingReader{R: r}
 	return &streamReader{tr: tar.NewReader(cr), count: cr}
 }
 
@@ -222,15 +224,4 @@ func (s *streamReader) checkSummary(sum *streamSummary, got []*tableHash) error 
 		}
 	}
 	return nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }

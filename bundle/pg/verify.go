@@ -52,5 +52,5 @@ func (s *streamReader) finish(hashes []*tableHash) (*Summary, error) {
 	if err := s.checkSummary(&sum, hashes); err != nil {
 		return nil, err
 	}
-	return &Summary{ServerVersion: s.header.ServerVersion, LastMigration: s.header.LastMigration, Tables: sum.Tables, Bytes: s.count.n}, nil
+	return &Summary{ServerVersion: s.header.ServerVersion, LastMigration: s.header.LastMigration, Tables: sum.Tables, Bytes: s.count.N}, nil
 }

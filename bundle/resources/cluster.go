@@ -185,24 +185,6 @@ func sortedKeys(m map[string]bool) []string {
 	return keys
 }
 
-func sortedRefs(m map[objectRef]bool) []objectRef {
-	refs := make([]objectRef, 0, len(m))
-	for r := range m {
-		refs = append(refs, r)
-	}
-	sort.Slice(refs, func(i, j int) bool {
-		a, b := refs[i], refs[j]
-		if a.configMap != b.configMap {
-			return !a.configMap
-		}
-		if a.namespace != b.namespace {
-			return a.namespace < b.namespace
-		}
-		return a.name < b.name
-	})
-	return refs
-}
-
 // entryName is where an object is stored in the tar:
 // cluster/<namespace|_cluster>/<kind>.<group>/<name>.json. The kind (not the
 // resource) keeps it readable without discovery.

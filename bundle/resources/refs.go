@@ -32,8 +32,14 @@ func references(obj *unstructured.Unstructured) []objectRef {
 	}
 	set := map[objectRef]bool{}
 	walkRefs(spec, obj.GetNamespace(), set)
-	refs := make([]objectRef, 0, len(set))
-	for r := range set {
+	return sortedRefs(set)
+}
+
+// sortedRefs lists a set of references: Secrets before ConfigMaps, then by
+// namespace and name.
+func sortedRefs(m map[objectRef]bool) []objectRef {
+	refs := make([]objectRef, 0, len(m))
+	for r := range m {
 		refs = append(refs, r)
 	}
 	sort.Slice(refs, func(i, j int) bool {

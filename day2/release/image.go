@@ -128,8 +128,10 @@ func (img *image) openFile(ctx context.Context, p string) (io.ReadCloser, int64,
 			return nil, 0, fmt.Errorf("fetch layer %s: %w", l.Digest, err)
 		}
 		verifier := l.Digest.Verifier()
-		counted := &countingReader{r: io.TeeReader(rc, verifier)}
-		tr, closeDecomp, err := tarReader(counted)
+		// The tar reader reads the layer through the verifier; fileReader drains
+		// the rest of it the same way, so the digest covers every byte.
+		layer := io.TeeReader(rc, verifier)
+		tr, closeDecomp, err := tarReader(layer)
 		if err != nil {
 			rc.Close()
 			return nil, 0, fmt.Errorf("layer %s: %w", l.Digest, err)
@@ -146,7 +148,7 @@ func (img *image) openFile(ctx context.Context, p string) (io.ReadCloser, int64,
 			}
 			name := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
 			if name == want && (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA) {
-				return &fileReader{tr: tr, rest: counted, verifier: verifier, layer: l, closers: []func() error{closeDecomp, rc.Close}}, h.Size, nil
+				return &fileReader{tr: tr, rest: layer, verifier: verifier, layer: l, closers: []func() error{closeDecomp, rc.Close}}, h.Size, nil
 			}
 		}
 		closeDecomp()
@@ -173,17 +175,6 @@ func tarReader(r io.Reader) (*tar.Reader, func() error, error) {
 		return nil, nil, errors.New("zstd-compressed layers are not supported")
 	}
 	return tar.NewReader(br), func() error { return nil }, nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // fileReader reads one tar entry, and at its end drains the layer so that the

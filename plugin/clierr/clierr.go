@@ -11,14 +11,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes shared by every command. Commands with several steps (migrate) add
-// their own codes above ExitStepBase, one per step, so scripts can tell them apart.
-const (
-	ExitError    = 1  // the command failed
-	ExitUsage    = 2  // bad flags or arguments
-	ExitStepBase = 10 // migrate: 10 + step index
-)
-
 // ErrSilent makes Execute exit with the wrapped code without printing anything;
 // for commands that already reported (like diff(1) exiting 1 on differences).
 var ErrSilent = errors.New("silent exit")

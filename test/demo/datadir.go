@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
 	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
 )
 
@@ -305,16 +306,5 @@ func hostLogs(host string, now time.Time, seed int64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// humanBytes is 1.2 MiB and the like.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+// humanBytes is 1.2 MiB and the like, as the plugin prints sizes.
+var humanBytes = files.HumanBytes

@@ -327,12 +327,12 @@ func TestAddNodesMonitor_ExitCodes(t *testing.T) {
 		}
 	}
 
-	t.Run("unreachable host times out with 3", func(t *testing.T) {
+	t.Run("unreachable host times out with 30", func(t *testing.T) {
 		cfg := writeNodesConfig(t, newHost{"worker-1", net.ParseIP("192.0.2.10")})
 		res := run(t, "-f", cfg, "--timeout", "2s")
-		expect(t, res, 3, "no answer from 192.0.2.10", "error: 1 of 1 hosts did not become Ready nodes (Timeout)")
+		expect(t, res, 30, "no answer from 192.0.2.10", "error: 1 of 1 hosts did not become Ready nodes (Timeout)")
 	})
-	t.Run("failing validations exit 4", func(t *testing.T) {
+	t.Run("failing validations exit 33", func(t *testing.T) {
 		ip := fakehost.LoopbackIP()
 		a := fakehost.StartAssisted(t, net.JoinHostPort(ip.String(), "8090"), token)
 		a.Update(func(h *fakehost.Host) {
@@ -340,9 +340,9 @@ func TestAddNodesMonitor_ExitCodes(t *testing.T) {
 			h.Validations = map[string][]fakehost.Validation{"hardware": {{ID: "has-min-memory", Status: "failure", Message: "The host is not eligible to participate in Openshift Cluster because the minimum required RAM for any role is 8.00 GiB, found only 4.00 GiB"}}}
 		})
 		res := run(t, "-f", writeNodesConfig(t, newHost{"worker-1", ip}), "--timeout", "3s", "-o", "json")
-		expect(t, res, 4, `"outcome": "ValidationsFailing"`, `"id": "has-min-memory"`, "minimum required RAM")
+		expect(t, res, 33, `"outcome": "ValidationsFailing"`, `"id": "has-min-memory"`, "minimum required RAM")
 	})
-	t.Run("installation failure exits 6", func(t *testing.T) {
+	t.Run("installation failure exits 35", func(t *testing.T) {
 		ip := fakehost.LoopbackIP()
 		a := fakehost.StartAssisted(t, net.JoinHostPort(ip.String(), "8090"), token)
 		a.Update(func(h *fakehost.Host) {
@@ -350,9 +350,9 @@ func TestAddNodesMonitor_ExitCodes(t *testing.T) {
 			h.Stage = "Failed"
 		})
 		res := run(t, "-f", writeNodesConfig(t, newHost{"worker-1", ip}), "--timeout", "3s")
-		expect(t, res, 6, "installation failed: status error", "(InstallFailed)")
+		expect(t, res, 35, "installation failed: status error", "(InstallFailed)")
 	})
-	t.Run("unapproved CSR exits 5", func(t *testing.T) {
+	t.Run("unapproved CSR exits 34", func(t *testing.T) {
 		var names []string
 		fakehost.DeleteCSRsAtEnd(t, admin, &names)
 		ip := fakehost.LoopbackIP()
@@ -361,7 +361,7 @@ func TestAddNodesMonitor_ExitCodes(t *testing.T) {
 		cfg := writeNodesConfig(t, newHost{"worker-2", ip})
 		// Without --approve-csrs: the monitor says it would approve, and does not.
 		res := run(t, "-f", cfg, "--timeout", "3s")
-		expect(t, res, 5, "passes every rule; approve it with --approve-csrs", "Run again with --approve-csrs")
+		expect(t, res, 34, "passes every rule; approve it with --approve-csrs", "Run again with --approve-csrs")
 		if ok, _, _ := fakehost.Approved(t, admin, c.Name); ok {
 			t.Fatal("approved without --approve-csrs")
 		}
@@ -371,7 +371,7 @@ func TestAddNodesMonitor_ExitCodes(t *testing.T) {
 		bad.Create(t, k.ConfigFor(harness.BootstrapperUser))
 		names = append(names, bad.Name)
 		res = run(t, "-f", writeNodesConfig(t, newHost{"worker-3", fakehost.LoopbackIP()}), "--approve-csrs", "--timeout", "3s")
-		expect(t, res, 5, "CSRs not approved:", bad.Name, "usages are")
+		expect(t, res, 34, "CSRs not approved:", bad.Name, "usages are")
 	})
 	t.Run("bad --ip-addresses is a usage error", func(t *testing.T) {
 		cfg := writeNodesConfig(t, newHost{"worker-1", fakehost.LoopbackIP()}, newHost{"worker-2", fakehost.LoopbackIP()})

@@ -103,23 +103,23 @@ func TestWaitForRestoreComplete(t *testing.T) {
 		ns := k.Namespace(t)
 		journalRestore(t, cs, ns, other, false, "database", "files")
 		r := run(ns, digest, "--timeout", "30s")
-		if r.ExitCode != 5 || !strings.Contains(r.Stderr, other) {
-			t.Fatalf("exit %d, want 5\n%s", r.ExitCode, r.Combined())
+		if r.ExitCode != 32 || !strings.Contains(r.Stderr, other) {
+			t.Fatalf("exit %d, want 32\n%s", r.ExitCode, r.Combined())
 		}
 	})
 	t.Run("failed restore never exits 0", func(t *testing.T) {
 		ns := k.Namespace(t)
 		journalRestore(t, cs, ns, digest, true, "database", "files")
 		r := run(ns, digest, "--timeout", "30s")
-		if r.ExitCode != 4 || !strings.Contains(r.Stderr, "not empty") {
-			t.Fatalf("exit %d, want 4\n%s", r.ExitCode, r.Combined())
+		if r.ExitCode != 31 || !strings.Contains(r.Stderr, "not empty") {
+			t.Fatalf("exit %d, want 31\n%s", r.ExitCode, r.Combined())
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
 		ns := k.Namespace(t)
 		r := run(ns, digest, "--timeout", "2s")
-		if r.ExitCode != 3 || !strings.Contains(r.Stderr, "timed out") {
-			t.Fatalf("exit %d, want 3\n%s", r.ExitCode, r.Combined())
+		if r.ExitCode != 30 || !strings.Contains(r.Stderr, "timed out") {
+			t.Fatalf("exit %d, want 30\n%s", r.ExitCode, r.Combined())
 		}
 	})
 	t.Run("not a digest", func(t *testing.T) {
