@@ -80,12 +80,13 @@ func (k *kubeCluster) ServiceReplicas(ctx context.Context, ns string) (*int32, b
 }
 
 func (k *kubeCluster) ScaleServiceToZero(ctx context.Context, ns string) error {
-	sc, err := k.cs.AppsV1().Deployments(ns).GetScale(ctx, ServiceDeployment, metav1.GetOptions{})
+	dep, err := k.cs.AppsV1().Deployments(ns).Get(ctx, ServiceDeployment, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	sc.Spec.Replicas = 0
-	_, err = k.cs.AppsV1().Deployments(ns).UpdateScale(ctx, ServiceDeployment, sc, metav1.UpdateOptions{})
+	zero := int32(0)
+	dep.Spec.Replicas = &zero
+	_, err = k.cs.AppsV1().Deployments(ns).Update(ctx, dep, metav1.UpdateOptions{})
 	return err
 }
 
