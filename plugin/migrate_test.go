@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
+	"github.com/kubectl-assisted/kubectl-assisted/restore"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/migrate"
 )
 
@@ -169,4 +171,20 @@ current-context: c0
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestMigrateRenderer pins the stderr lines scripts and the e2e kill test
+// look for: one per step start and end, the restore's own phase lines.
+func TestMigrateRenderer(t *testing.T) {
+	var b strings.Builder
+	r := &migrateRenderer{w: &b, ev: &eventPrinter{w: &b}}
+	r.event(migrate.Event{Type: migrate.EventStepStart, Step: "bundle", Number: 2, Total: 6})
+	r.event(migrate.Event{Type: migrate.EventNote, Step: "bundle", Number: 2, Total: 6, Detail: "a note"})
+	r.event(migrate.Event{Type: migrate.EventStepDone, Step: "bundle", Number: 2, Total: 6, Detail: "pushed x", Duration: 1500 * time.Millisecond})
+	r.event(migrate.Event{Type: migrate.EventRestore, Restore: &restore.Event{Type: restore.EventStart, Phase: "database"}})
+	r.event(migrate.Event{Type: migrate.EventStepSkipped, Step: "wait", Number: 4, Total: 6, Detail: "receipt"})
+	want := "[2/6] bundle ...\n  a note\n[2/6] bundle: pushed x (1.5s)\ndatabase: started\n[4/6] wait: already done (receipt)\n"
+	if b.String() != want {
+		t.Fatalf("rendered:\n%s\nwant:\n%s", b.String(), want)
+	}
 }
