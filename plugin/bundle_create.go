@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,43 +11,18 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
-	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/resources"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
-	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/progress"
-)
-
-// Resources modes of --resources.
-const (
-	resourcesNone    = "none"
-	resourcesCluster = "cluster"
 )
 
 // BundleCreateOptions holds the inputs of `bundle create`.
 type BundleCreateOptions struct {
-	To           string
-	DataDir      string
-	Exclude      []string
-	Resources    string
-	ManifestsDir string
-	// LocalAuthNamespace is the namespace of node 0's assisted-service, whose
-	// local-auth Secret is carried (default: found in any namespace).
-	LocalAuthNamespace string
-	Recipients         []string
-	RecipientFile      []string
-	NoEncryption       bool
-	SigningKey         string
-	Created            string
-	ServiceImage       string
-	SpoolDir           string
-	NoSpool            bool
-	Postgres           option.Postgres
-	DBTables           dbTables
-	Registry           option.Registry
-	Output             option.Output
-	Terminal           option.Terminal
+	bundleFlags
+	SigningKey   string
+	Created      string
+	ServiceImage string
 
 	// Resolved by Complete.
 	ref        oci.Reference
@@ -109,25 +82,10 @@ unless --allow-unsigned. Make a key pair with
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.To, "to", "", "Where to write the bundle: HOST[:PORT]/REPO[:TAG], oci:DIR[:TAG] or oci-archive:FILE[:TAG]")
-	fs.StringVar(&o.DataDir, "data-dir", "/data", "assisted-service's file storage directory; empty leaves the files layer out")
-	fs.StringArrayVar(&o.Exclude, "exclude", nil, "Also leave out paths under --data-dir matching this pattern (path.Match, relative, e.g. '*/logs'); installercache and disconnected-ignition* are always left out")
-	fs.StringVar(&o.Resources, "resources", resourcesNone, "Resources layer: none, or cluster (the assisted CRs of -n, or all namespaces, and the Secrets/ConfigMaps they reference, from --kubeconfig)")
-	fs.StringVar(&o.LocalAuthNamespace, "local-auth-namespace", "", "With --resources cluster and encryption: the namespace of node 0's assisted-service, whose "+resources.LocalAuthSecretName+" Secret (its token key) is carried so that cluster 0 accepts node 0's tokens (default: the only such Secret in any namespace)")
-	fs.StringVar(&o.ManifestsDir, "manifests-dir", "", "Store the agent-based installer's manifest files of this directory as the resources layer")
-	fs.StringArrayVar(&o.Recipients, "recipient", nil, "Encrypt to this age public key (age1...); repeatable")
-	fs.StringArrayVar(&o.RecipientFile, "recipients-file", nil, "Encrypt to the age public keys in this file (one per line); repeatable")
-	fs.BoolVar(&o.NoEncryption, "no-encryption", false, "Write plaintext layers (the bundle holds secrets); required to push unencrypted to a registry")
+	o.bundleFlags.AddFlags(fs, "--kubeconfig, and -n or all namespaces")
 	fs.StringVar(&o.SigningKey, "signing-key", "", "Sign the bundle with this PEM PKCS#8 private key (ed25519 or ECDSA P-256, e.g. from 'openssl genpkey -algorithm ed25519')")
 	fs.StringVar(&o.Created, "created", "", "Creation time (RFC 3339 or Unix seconds) for reproducible digests; default SOURCE_DATE_EPOCH, else now")
 	fs.StringVar(&o.ServiceImage, "assisted-service-image", "", "Record this assisted-service image in the metadata")
-	fs.StringVar(&o.SpoolDir, "spool-dir", defaultSpoolDir(), "Where an encrypted push to a registry keeps the files layer's ciphertext until the push succeeds, so that a rerun of an interrupted push resumes instead of starting over; it takes about the size of --data-dir (on a live ISO the home directory is in RAM: give a disk)")
-	fs.BoolVar(&o.NoSpool, "no-spool", false, "Stream to the registry without the spool: nothing is written to disk, and an interrupted push starts over")
-	o.Postgres.AddFlags(fs, "source")
-	o.DBTables.AddFlags(fs)
-	o.Registry.AddFlags(fs)
-	o.Output.AddFlags(fs)
-	o.Terminal.AddFlags(fs)
 	env.Kube.AddFlags(fs)
 	_ = cmd.MarkFlagRequired("to")
 	return cmd
@@ -135,22 +93,14 @@ unless --allow-unsigned. Make a key pair with
 
 // Complete validates the flags and resolves them into bundle options.
 func (o *BundleCreateOptions) Complete(env *Env, cmd *cobra.Command) error {
-	if err := o.Output.Validate(); err != nil {
-		return usageErr(cmd, err)
-	}
-	ref, err := oci.ParseReference(o.To)
+	in, err := o.bundleFlags.complete(cmd, func(in *bundleInput) (bundle.ResourcesSource, error) {
+		return o.clusterSource(env, len(in.recipients) > 0)
+	})
 	if err != nil {
-		return usageErr(cmd, err)
+		return err
 	}
-	o.ref = ref
-	recipients, err := readRecipients(o.Recipients, o.RecipientFile)
-	if err != nil {
-		return usageErr(cmd, err)
-	}
-	switch {
-	case len(recipients) > 0 && o.NoEncryption:
-		return clierr.Usagef(cmd, "--no-encryption conflicts with --recipient/--recipients-file")
-	case len(recipients) == 0 && !o.NoEncryption && ref.Remote():
+	o.ref = in.ref
+	if len(in.recipients) == 0 && !o.NoEncryption && in.ref.Remote() {
 		return clierr.New(errors.New("refusing to push an unencrypted bundle to a registry: it holds pull secrets, the kubeadmin password and Secret data"),
 			"Give --recipient KEY or --recipients-file FILE (age public keys), or --no-encryption if the registry is trusted.", clierr.ExitUsage)
 	}
@@ -158,48 +108,13 @@ func (o *BundleCreateOptions) Complete(env *Env, cmd *cobra.Command) error {
 	if err != nil {
 		return usageErr(cmd, err)
 	}
-	c := bundle.CreateOptions{
-		Recipients:           recipients,
-		Created:              created,
-		Creator:              "kubectl-assisted " + CurrentVersion().Version,
-		AssistedServiceImage: o.ServiceImage,
-	}
+	c := in.create
+	c.Recipients, c.Created, c.Spool.Dir = in.recipients, created, in.spoolDir
+	c.Creator, c.AssistedServiceImage = "kubectl-assisted "+CurrentVersion().Version, o.ServiceImage
 	if o.SigningKey != "" {
 		if c.SigningKey, err = readSigningKey(o.SigningKey); err != nil {
 			return usageErr(cmd, err)
 		}
-	}
-	if !o.NoSpool && ref.Remote() {
-		if o.SpoolDir == "" {
-			return clierr.Usagef(cmd, "--spool-dir is empty: give a directory, or --no-spool")
-		}
-		c.Spool.Dir = o.SpoolDir
-	}
-	if o.DataDir != "" {
-		c.Files = &bundle.FilesOptions{Dir: o.DataDir, Exclude: append(append([]string{}, files.DefaultExcludes...), o.Exclude...)}
-	}
-	if c.Database, err = databaseSource(o.Postgres, o.DBTables, nil); err != nil {
-		return clierr.New(err, "", clierr.ExitUsage)
-	}
-	switch o.Resources {
-	case resourcesNone:
-	case resourcesCluster:
-		if o.ManifestsDir != "" {
-			return clierr.Usagef(cmd, "--resources cluster and --manifests-dir both fill the resources layer: give one")
-		}
-		src, err := o.clusterSource(env, len(recipients) > 0)
-		if err != nil {
-			return err
-		}
-		c.Resources = src
-	default:
-		return clierr.Usagef(cmd, "--resources %q: want none or cluster", o.Resources)
-	}
-	if o.ManifestsDir != "" {
-		c.Resources = &resources.DirSource{Dir: o.ManifestsDir}
-	}
-	if c.Database == nil && c.Files == nil && c.Resources == nil {
-		return clierr.Usagef(cmd, "nothing to bundle: give --db, --data-dir, --resources cluster or --manifests-dir")
 	}
 	o.create = c
 	return nil
@@ -318,16 +233,6 @@ func printCreateResult(w io.Writer, r *BundleCreateResult) error {
 		fmt.Fprintf(w, "  %-10s %s  %s (from %s)%s\n", l.Kind, l.Digest, humanBytes(l.Size), humanBytes(l.PlainBytes), reused)
 	}
 	return nil
-}
-
-// defaultSpoolDir is kubectl-assisted/spool in the user's cache directory
-// (XDG_CACHE_HOME or ~/.cache on Linux).
-func defaultSpoolDir() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(dir, "kubectl-assisted", "spool")
 }
 
 func seconds(d time.Duration) float64 {

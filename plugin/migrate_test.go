@@ -1,274 +1,190 @@
 package plugin
 
 import (
-	"context"
-	"crypto"
-	"crypto/ed25519"
-	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
+	"github.com/kubectl-assisted/kubectl-assisted/restore"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/migrate"
 )
 
-// dsnForms are the ways a connection string can hold a password.
-var dsnForms = []struct{ name, dsn, pw string }{
-	{"URL userinfo", "postgres://admin:s3cr%40t-1@127.0.0.1:5432/installer?sslmode=disable", "s3cr@t-1"},
-	{"URL query", "postgresql://admin@127.0.0.1/installer?password=s3cr%20t-2&application_name=x", "s3cr t-2"},
-	{"URL both", "postgres://admin:other@127.0.0.1/installer?password=s3cret-3", "s3cret-3"},
-	{"key=value", "host=127.0.0.1 user=admin password=s3cret-4 dbname=installer", "s3cret-4"},
-	{"key = value with spaces", "host=127.0.0.1 user=admin password = s3cret-5 dbname=installer", "s3cret-5"},
-	{"quoted with a space and a quote", "host=127.0.0.1 password = 'a b\\'s3cret-6' dbname=installer user=admin", "a b's3cret-6"},
-	{"escaped bare value", `host=127.0.0.1 user=admin dbname=installer password=s3\ cret-7`, "s3 cret-7"},
-	{"no password", "host=127.0.0.1 user=admin dbname=installer", ""},
-}
-
-func TestSplitPassword(t *testing.T) {
-	for _, c := range dsnForms {
-		t.Run(c.name, func(t *testing.T) {
-			dsn, pw, err := splitPassword(c.dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pw != c.pw {
-				t.Fatalf("password %q, want %q", pw, c.pw)
-			}
-			if strings.Contains(dsn, "s3") || strings.Contains(dsn, "password") { // every password here holds "s3"
-				t.Fatalf("the stripped DSN %q still holds the password", dsn)
-			}
-			// pgx reads the stripped DSN plus PGPASSWORD as the original.
-			t.Setenv("PGPASSWORD", pw)
-			t.Setenv("PGPASSFILE", filepath.Join(t.TempDir(), "none"))
-			want, err := pgx.ParseConfig(c.dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := pgx.ParseConfig(dsn)
-			if err != nil {
-				t.Fatalf("stripped DSN %q: %v", dsn, err)
-			}
-			if got.Host != want.Host || got.Port != want.Port || got.User != want.User || got.Database != want.Database || got.Password != want.Password || got.RuntimeParams["application_name"] != want.RuntimeParams["application_name"] {
-				t.Fatalf("stripped %q reads as %s@%s:%d/%s, want %s@%s:%d/%s", dsn, got.User, got.Host, got.Port, got.Database, want.User, want.Host, want.Port, want.Database)
-			}
-		})
-	}
-	for _, bad := range []string{"host=db password='unterminated", "host=db password"} {
-		if _, _, err := splitPassword(bad); err == nil || strings.Contains(err.Error(), "host=db") {
-			t.Errorf("splitPassword(%q) = %v, want a refusal that does not quote the DSN", bad, err)
+// TestMigrateErrorExitCodes pins migrate's documented exit codes: 11..16
+// for the steps in order, 2 for options the engine refuses.
+func TestMigrateErrorExitCodes(t *testing.T) {
+	want := map[string]int{"preflight": 11, "bundle": 12, "restore": 13, "wait": 14, "service": 15, "switchover": 16}
+	for i, step := range migrate.Steps {
+		err := migrateError(&migrate.StepError{Step: step, Number: i + 1, Err: errors.New("boom")})
+		if got := clierr.ExitCode(err); got != want[step] {
+			t.Errorf("%s: exit %d, want %d", step, got, want[step])
+		}
+		if !strings.Contains(err.Error(), step) || !strings.Contains(err.Error(), "boom") {
+			t.Errorf("%s: message %q does not name the step and the cause", step, err)
 		}
 	}
-}
-
-// TestChildRestoreCommand_NoPasswordInArgv runs the child command of a
-// direct migrate for every DSN form, with a script standing in for the
-// binary that prints its own /proc/PID/cmdline (what ps shows any local
-// user) and PGPASSWORD: the password is in the environment only.
-func TestChildRestoreCommand_NoPasswordInArgv(t *testing.T) {
-	script := filepath.Join(t.TempDir(), "child")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\ntr '\\0' ' ' < /proc/$$/cmdline\necho\necho \"PGPASSWORD=$PGPASSWORD\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
-		t.Fatalf("no /proc here: %v", err)
-	}
-	for _, c := range dsnForms {
-		t.Run(c.name, func(t *testing.T) {
-			o := &MigrateOptions{TargetDB: c.dsn, TargetDataDir: "/data", TargetKubeconfig: "kc", Namespace: "ns",
-				state: &migrateState{Pinned: "reg/x@sha256:0"}, log: io.Discard}
-			cmd, err := o.childRestoreCommand(context.Background(), script, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.SplitN(string(out), "\n", 2)
-			cmdline := lines[0]
-			if !strings.Contains(cmdline, "restore reg/x@sha256:0 --db ") {
-				t.Fatalf("not the child's command line: %q", cmdline)
-			}
-			if strings.Contains(cmdline, "s3") || strings.Contains(cmdline, "password") {
-				t.Fatalf("the password is in argv: %q", cmdline)
-			}
-			if !strings.Contains(lines[1], "PGPASSWORD="+c.pw+"\n") {
-				t.Fatalf("PGPASSWORD: %q, want %q", lines[1], c.pw)
-			}
-		})
+	if got := clierr.ExitCode(migrateError(&migrate.OptionsError{Err: errors.New("x")})); got != 2 {
+		t.Errorf("options errors exit 2, got %d", got)
 	}
 }
 
-func TestRegistryAuthForKeepsOnlyTheBundleRegistry(t *testing.T) {
-	f := filepath.Join(t.TempDir(), "auth.json")
-	cfg := `{"auths":{"quay.io":{"auth":"b3RoZXI6c2VjcmV0"},"https://reg.example.com:5000":{"auth":"dXNlcjpwYXNz"}}}`
-	if err := os.WriteFile(f, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
+// The engine's hint is what the user is told to do next; without one, a
+// rerun is.
+func TestMigrateErrorRecommendation(t *testing.T) {
+	hinted := &migrate.StepError{Step: "preflight", Number: 1, Err: &migrate.HintError{Err: errors.New("busy"), Hint: "pass --live"}}
+	var ce *clierr.Error
+	if !errors.As(migrateError(hinted), &ce) || ce.Recommendation != "pass --live" {
+		t.Fatalf("recommendation %+v, want the engine's hint", ce)
 	}
-	got, err := registryAuthFor(f, "reg.example.com:5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out struct {
-		Auths map[string]struct{ Auth string } `json:"auths"`
-	}
-	if err := json.Unmarshal(got, &out); err != nil {
-		t.Fatal(err)
-	}
-	if len(out.Auths) != 1 || out.Auths["reg.example.com:5000"].Auth != "dXNlcjpwYXNz" {
-		t.Fatalf("want only reg.example.com:5000, got %s", got)
-	}
-	if none, _ := registryAuthFor(f, "other:1"); none != nil {
-		t.Fatalf("no entry should give no Secret, got %s", none)
+	if !errors.As(migrateError(&migrate.StepError{Step: "wait", Number: 4, Err: errors.New("x")}), &ce) || !strings.Contains(ce.Recommendation, "run the same command again") {
+		t.Fatalf("default recommendation %q", ce.Recommendation)
 	}
 }
 
-func TestReadAgentServiceConfig(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
+// TestBundleFlagsShared: every flag of the shared group has the same name,
+// default and help in `bundle create` and `migrate`.
+func TestBundleFlagsShared(t *testing.T) {
+	env := &Env{Streams: genericiooptions.NewTestIOStreamsDiscard(), Kube: genericclioptions.NewConfigFlags(true)}
+	create, mig := NewCmdBundleCreate(env).Flags(), NewCmdMigrate(env).Flags()
+	group := pflag.NewFlagSet("group", pflag.ContinueOnError)
+	(&bundleFlags{}).AddFlags(group, "")
+	n := 0
+	group.VisitAll(func(g *pflag.Flag) {
+		n++
+		a, b := create.Lookup(g.Name), mig.Lookup(g.Name)
+		if a == nil || b == nil {
+			t.Errorf("--%s: bundle create has it: %v, migrate has it: %v", g.Name, a != nil, b != nil)
+			return
 		}
-		return p
-	}
-	good := write("asc.yaml", `apiVersion: agent-install.openshift.io/v1beta1
-kind: AgentServiceConfig
-metadata: {name: agent}
-spec:
-  databaseStorage: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
-  filesystemStorage: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 100Gi}}}
-`)
-	a, err := readAgentServiceConfig(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.DatabaseSize.String() != "10Gi" || a.FilesystemSize.String() != "100Gi" {
-		t.Fatalf("sizes %s %s", a.DatabaseSize.String(), a.FilesystemSize.String())
-	}
-	for name, body := range map[string]string{
-		"wrongname.yaml": strings.Replace(mustRead(t, good), "name: agent", "name: other", 1),
-		"nosize.yaml":    strings.Replace(mustRead(t, good), "storage: 10Gi", "storage: ''", 1),
-		"kind.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: agent}\n",
-	} {
-		if _, err := readAgentServiceConfig(write(name, body)); err == nil {
-			t.Errorf("%s: accepted", name)
+		if a.DefValue != b.DefValue || a.Value.Type() != b.Value.Type() {
+			t.Errorf("--%s: bundle create default %q (%s), migrate %q (%s)", g.Name, a.DefValue, a.Value.Type(), b.DefValue, b.Value.Type())
 		}
+		if g.Name != "resources" && a.Usage != b.Usage {
+			t.Errorf("--%s: help differs:\n  %s\n  %s", g.Name, a.Usage, b.Usage)
+		}
+	})
+	if n < 15 {
+		t.Fatalf("the group has %d flags", n)
+	}
+	spool := mig.Lookup("spool-dir")
+	if spool == nil || spool.DefValue == "" || !strings.Contains(spool.Usage, "Default: on") {
+		t.Fatalf("--spool-dir: default %q; its help must say it is on by default: %q", spool.DefValue, spool.Usage)
+	}
+	if mig.Lookup("no-spool") == nil {
+		t.Fatal("migrate has no --no-spool")
 	}
 }
 
-func mustRead(t *testing.T, p string) string {
+// completeMigrate parses args into `migrate` and runs Complete and Validate
+// as its RunE does.
+func completeMigrate(t *testing.T, args ...string) (*MigrateOptions, error) {
 	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
+	env := &Env{Streams: genericiooptions.NewTestIOStreamsDiscard()}
+	o := &MigrateOptions{}
+	cmd := newCmdMigrate(env, o)
+	if err := cmd.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	if err := o.Complete(cmd, env); err != nil {
+		return o, err
+	}
+	if err := o.Validate(); err != nil {
+		return o, usageErr(cmd, err)
+	}
+	return o, nil
 }
 
-func TestMigrateStateRoundTripAndReset(t *testing.T) {
-	root := t.TempDir()
-	s, err := loadState(root, "reg:5000/a:v1", "https://c0:6443", "ns")
+// TestMigrateCompleteResolvesOptions: the flags become the engine's
+// options, with the shared group's defaults (spool on) and the context's
+// namespace.
+func TestMigrateCompleteResolvesOptions(t *testing.T) {
+	kc := kubeconfig(t)
+	data := t.TempDir()
+	o, err := completeMigrate(t, "--to", "reg.example.com:5000/a/b:v1", "--target-kubeconfig", kc,
+		"--db", "postgres://admin:pw@127.0.0.1/installer", "--data-dir", data,
+		"--target-db", "postgres://admin:pw2@10.0.0.5/installer", "--target-data-dir", "/mnt/data",
+		"--namespace-mapping", "cluster0=c0,other=o", "--state-dir", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := s.ensureIdentity()
+	m := o.opts
+	if m.Namespace != "from-context" || m.Target != "https://c0.example.com:6443" || !m.Direct() {
+		t.Fatalf("namespace %q target %q direct %v", m.Namespace, m.Target, m.Direct())
+	}
+	if m.SpoolDir == "" || !strings.HasSuffix(m.SpoolDir, filepath.Join("kubectl-assisted", "spool")) {
+		t.Fatalf("spool dir %q, want the default one", m.SpoolDir)
+	}
+	if m.Create.Files == nil || m.Create.Files.Dir != data || m.Create.Database == nil || m.SourceDB != "postgres://admin:pw@127.0.0.1/installer" {
+		t.Fatalf("bundle content: %+v source %q", m.Create, m.SourceDB)
+	}
+	if m.NamespaceMapping["cluster0"] != "c0" || m.NamespaceMapping["other"] != "o" || len(m.NamespaceMapping) != 2 {
+		t.Fatalf("mapping %v", m.NamespaceMapping)
+	}
+	o, err = completeMigrate(t, "--to", "reg.example.com:5000/a/b:v1", "--target-kubeconfig", kc, "--data-dir", data,
+		"--target-db", "x", "--target-data-dir", "/mnt/data", "--no-spool", "-n", "mce")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi, err := os.Stat(s.identityPath()); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("identity file mode: %v %v", fi, err)
-	}
-	for _, step := range migrateSteps {
-		s.Steps[step] = &stepState{State: "done"}
-	}
-	s.Digest = "sha256:abc"
-	if err := s.save(); err != nil {
-		t.Fatal(err)
-	}
-	again, err := loadState(root, "reg:5000/a:v1", "https://c0:6443", "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again.Digest != "sha256:abc" || !again.done(stepSwitchover) {
-		t.Fatalf("state not kept: %+v", again)
-	}
-	id2, err := again.ensureIdentity()
-	if err != nil || id2.String() != id.String() {
-		t.Fatalf("identity not reused: %v", err)
-	}
-	again.resetFrom(stepRestore)
-	if !again.done(stepBundle) || again.done(stepRestore) || again.done(stepSwitchover) {
-		t.Fatalf("resetFrom(restore) kept the wrong steps: %+v", again.Steps)
-	}
-	other, _ := loadState(root, "reg:5000/a:v2", "https://c0:6443", "ns")
-	if other.Digest != "" || other.dir == again.dir {
-		t.Fatal("another --to must start another run")
-	}
-	data, _ := os.ReadFile(filepath.Join(again.dir, "state.json"))
-	if strings.Contains(string(data), "AGE-SECRET-KEY") {
-		t.Fatal("the state file holds the private key")
+	if o.opts.SpoolDir != "" || o.opts.Namespace != "mce" {
+		t.Fatalf("--no-spool: spool %q, namespace %q", o.opts.SpoolDir, o.opts.Namespace)
 	}
 }
 
-func TestStepErrorExitCodes(t *testing.T) {
-	for i, step := range migrateSteps {
-		err := stepError(step, errors.New("boom"))
-		if got := clierr.ExitCode(err); got != clierr.ExitStepBase+i+1 {
-			t.Errorf("%s: exit %d, want %d", step, got, clierr.ExitStepBase+i+1)
+// TestMigrateUsageErrors: contradicting flags exit 2 before anything runs.
+func TestMigrateUsageErrors(t *testing.T) {
+	kc := kubeconfig(t)
+	base := []string{"--to", "reg.example.com:5000/a/b:v1", "--target-kubeconfig", kc, "--data-dir", t.TempDir()}
+	for name, extra := range map[string][]string{
+		"target-db alone":            {"--target-db", "x"},
+		"job without image":          {"--agent-service-config", "x"},
+		"digest":                     {"--to", "reg.example.com:5000/a/b@sha256:" + strings.Repeat("0", 64), "--target-db", "x", "--target-data-dir", "y"},
+		"plaintext to a registry":    {"--no-encryption", "--target-db", "x", "--target-data-dir", "y"},
+		"recipient without identity": {"--recipient", "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p", "--target-db", "x", "--target-data-dir", "y"},
+		"bad mapping":                {"--namespace-mapping", "nope", "--target-db", "x", "--target-data-dir", "y"},
+		"cluster without kubeconfig": {"--resources", "cluster", "--target-db", "x", "--target-data-dir", "y"},
+	} {
+		_, err := completeMigrate(t, append(append([]string{}, base...), extra...)...)
+		if got := clierr.ExitCode(err); got != 2 {
+			t.Errorf("%s: exit %d (%v), want 2", name, got, err)
 		}
-		if !strings.Contains(err.Error(), step) {
-			t.Errorf("%s: message %q does not name the step", step, err)
-		}
-	}
-	if got := clierr.ExitCode(stepError(stepBundle, clierr.New(errors.New("x"), "", clierr.ExitUsage))); got != clierr.ExitUsage {
-		t.Errorf("usage errors keep exit 2, got %d", got)
 	}
 }
 
-// The run's signing key pair: made once (private 0600), reused by a rerun,
-// and its public half is what the restore trusts.
-func TestMigrateSigningKey(t *testing.T) {
-	s, err := loadState(t.TempDir(), "reg:5000/a:v1", "https://c0:6443", "ns")
-	if err != nil {
+func kubeconfig(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := `apiVersion: v1
+kind: Config
+clusters: [{name: c0, cluster: {server: "https://c0.example.com:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c0, context: {cluster: c0, user: u, namespace: from-context}}]
+current-context: c0
+`
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.signer(); err == nil {
-		t.Fatal("a signer before any key was made")
-	}
-	k, err := s.ensureSigningKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Stat(s.signingKeyPath()); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("signing key mode: %v %v", fi, err)
-	}
-	pub, pemText, err := s.signer()
-	if err != nil || !strings.Contains(pemText, "BEGIN PUBLIC KEY") {
-		t.Fatalf("signer: %v %q", err, pemText)
-	}
-	payload := []byte("a manifest digest, say")
-	sig, err := k.Sign(nil, payload, crypto.Hash(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ed25519.Verify(pub.Public.(ed25519.PublicKey), payload, sig) {
-		t.Fatal("signing.pub is not the public half of signing.key")
-	}
-	k2, err := s.ensureSigningKey()
-	if err != nil || !k2.Public().(ed25519.PublicKey).Equal(k.Public()) {
-		t.Fatalf("the rerun made another key: %v", err)
-	}
-	// A damaged key file is an error, never silently replaced.
-	if err := os.WriteFile(s.signingKeyPath(), []byte("garbage"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ensureSigningKey(); err == nil || strings.Contains(err.Error(), "garbage") {
-		t.Fatalf("damaged key: %v", err)
+	return p
+}
+
+// TestMigrateRenderer pins the stderr lines scripts and the e2e kill test
+// look for: one per step start and end, the restore's own phase lines.
+func TestMigrateRenderer(t *testing.T) {
+	var b strings.Builder
+	r := &migrateRenderer{w: &b, ev: &eventPrinter{w: &b}}
+	r.event(migrate.Event{Type: migrate.EventStepStart, Step: "bundle", Number: 2, Total: 6})
+	r.event(migrate.Event{Type: migrate.EventNote, Step: "bundle", Number: 2, Total: 6, Detail: "a note"})
+	r.event(migrate.Event{Type: migrate.EventStepDone, Step: "bundle", Number: 2, Total: 6, Detail: "pushed x", Duration: 1500 * time.Millisecond})
+	r.event(migrate.Event{Type: migrate.EventRestore, Restore: &restore.Event{Type: restore.EventStart, Phase: "database"}})
+	r.event(migrate.Event{Type: migrate.EventStepSkipped, Step: "wait", Number: 4, Total: 6, Detail: "receipt"})
+	want := "[2/6] bundle ...\n  a note\n[2/6] bundle: pushed x (1.5s)\ndatabase: started\n[4/6] wait: already done (receipt)\n"
+	if b.String() != want {
+		t.Fatalf("rendered:\n%s\nwant:\n%s", b.String(), want)
 	}
 }

@@ -1,0 +1,167 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/resources"
+	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/migrate"
+)
+
+const migrateLong = `Run on node 0 before it reboots into cluster 0. In order, each step
+printed as it runs:
+
+  1 preflight   node 0's assisted-service has stopped writing (no other session on
+                its database; --live dumps from a snapshot and records the WAL
+                position as a watermark instead), cluster 0 is reachable and has
+                no AgentServiceConfig or running assisted-service (--force scales
+                that Deployment to zero)
+  2 bundle      bundle create + push to --to, encrypted, signed with a key pair
+                generated for the run; without --recipient an age key pair is
+                generated for the run too, both kept in --state-dir on node 0.
+                The flags that say what goes into the bundle are bundle create's,
+                with the same defaults (an encrypted push spools to --spool-dir
+                so that a rerun resumes it; --no-spool streams)
+  3 restore     directly into --target-db and --target-data-dir when node 0 can
+                reach them (the same restore as the 'restore' command, run in this
+                process), or by applying a restore Job on cluster 0
+                (--restore-image; its PVCs sized like --agent-service-config; the
+                identity goes into a Secret there, the only place it ever leaves
+                node 0)
+  4 wait        until cluster 0 holds the receipt of exactly this bundle
+  5 service     only now: the AgentServiceConfig (--agent-service-config), so the
+                operator starts assisted-service on the restored data
+  6 switchover  the assisted-installer-controller follows the service to
+                --service-url (token minted with cluster 0's new key)
+
+Rerunning the same command continues where the last run stopped (the state is in
+--state-dir). A failing step exits with 10 + its number: 11 preflight, 12 bundle,
+13 restore, 14 wait, 15 service, 16 switchover; 2 is a usage error.`
+
+const migrateExample = `
+  # Everything reachable from node 0: restore directly, then hand over
+  %[1]s assisted migrate --to registry.example.com:5000/assisted/node0:v1 \
+      --db-env-file /etc/assisted/assisted-service.env --data-dir /var/lib/assisted/data \
+      --target-kubeconfig /etc/kubernetes/cluster0.kubeconfig -n multicluster-engine \
+      --target-db postgres://admin@10.0.0.5:5432/installer --target-data-dir /mnt/assisted-data \
+      --agent-service-config asc.yaml --service-url https://assisted-service-multicluster-engine.apps.c0.example.com
+
+  # Restore with a Job on cluster 0
+  %[1]s assisted migrate --to registry.example.com:5000/assisted/node0:v1 \
+      --db-env-file /etc/assisted/assisted-service.env --target-kubeconfig cluster0.kubeconfig \
+      --restore-image quay.io/example/kubectl-assisted:v0.1.0 --agent-service-config asc.yaml
+
+  # Continue after a failure or a reboot of the shell: the same command again
+  %[1]s assisted migrate --to registry.example.com:5000/assisted/node0:v1 ...`
+
+// sourceClusterResources exports the assisted CRs from node 0's API; node
+// 0's local-auth key goes only into an encrypted layer.
+func sourceClusterResources(kubeconfig string, namespaces []string, encrypted bool, localAuthNS string) (*resources.ClusterSource, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, clierr.New(fmt.Errorf("--source-kubeconfig: %w", err), "", clierr.ExitUsage)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &resources.ClusterSource{Client: dyn, Namespaces: namespaces, LocalAuth: encrypted, LocalAuthNamespace: localAuthNS}, nil
+}
+
+// migrateRenderer writes the engine's events on stderr, one line each.
+type migrateRenderer struct {
+	mu sync.Mutex
+	w  io.Writer
+	ev *eventPrinter // the restore's own events, as `restore` prints them
+}
+
+func (r *migrateRenderer) event(e migrate.Event) {
+	if e.Type == migrate.EventRestore {
+		r.ev.print(*e.Restore)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch e.Type {
+	case migrate.EventStepStart:
+		fmt.Fprintf(r.w, "[%d/%d] %s ...\n", e.Number, e.Total, e.Step)
+	case migrate.EventStepSkipped:
+		fmt.Fprintf(r.w, "[%d/%d] %s: already done (%s)\n", e.Number, e.Total, e.Step, e.Detail)
+	case migrate.EventStepDone:
+		fmt.Fprintf(r.w, "[%d/%d] %s: %s (%.1fs)\n", e.Number, e.Total, e.Step, e.Detail, e.Duration.Seconds())
+	case migrate.EventNote:
+		fmt.Fprintf(r.w, "  %s\n", e.Detail)
+	}
+}
+
+// migrateError maps the engine's errors to exit codes: 10 + the failed
+// step's number, with what to do next; 2 for options that contradict.
+func migrateError(err error) error {
+	var oe *migrate.OptionsError
+	if errors.As(err, &oe) {
+		return clierr.New(err, "", clierr.ExitUsage)
+	}
+	var se *migrate.StepError
+	if !errors.As(err, &se) {
+		return err
+	}
+	rec := migrate.Hint(err)
+	if rec == "" {
+		// What the bundle or restore engine's own failure means.
+		mapped := bundleError(se.Err)
+		if se.Step == migrate.StepRestore {
+			mapped = restoreError(se.Err)
+		}
+		var ce *clierr.Error
+		if errors.As(mapped, &ce) {
+			rec = ce.Recommendation
+		}
+	}
+	if rec == "" {
+		rec = "Fix the cause and run the same command again: it continues at this step."
+	}
+	return clierr.New(err, rec, clierr.ExitStepBase+se.Number)
+}
+
+// MigrateResult is the -o json|yaml result of `migrate`.
+type MigrateResult struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*migrate.Result
+}
+
+func (o *MigrateOptions) printResult(res *migrate.Result) error {
+	if o.Output.Machine() {
+		return o.Output.Print(o.out, &MigrateResult{APIVersion: ResultAPIVersion, Kind: "MigrateResult", Result: res})
+	}
+	fmt.Fprintf(o.out, "Migrated to cluster 0 (namespace %s).\nBundle: %s@%s\n", res.Namespace, res.Reference, res.Digest)
+	if res.ServiceURL != "" {
+		fmt.Fprintf(o.out, "assisted-service on cluster 0: %s\n", res.ServiceURL)
+	}
+	fmt.Fprintf(o.out, "Node 0 may reboot: cluster 0 holds the receipt of this bundle.\n")
+	return nil
+}
+
+// MigratePlan is the -o json|yaml result of `migrate --dry-run`.
+type MigratePlan struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*migrate.Plan
+}
+
+func (o *MigrateOptions) printPlan(plan *migrate.Plan) error {
+	if o.Output.Machine() {
+		return o.Output.Print(o.out, &MigratePlan{APIVersion: ResultAPIVersion, Kind: "MigratePlan", Plan: plan})
+	}
+	fmt.Fprintln(o.out, "Dry run: nothing was changed. A real run would:")
+	for i, s := range plan.Steps {
+		fmt.Fprintf(o.out, "  %d. %s\n", i+1, s)
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ProvenanceAnnotation marks objects migrate created, with the bundle digest.
+const ProvenanceAnnotation = "kubectl-assisted.io/bundle-digest"
+
+// preflightStep checks node 0's database and cluster 0 before anything
+// changes; only then, with Force, scales a running assisted-service to zero.
+type preflightStep struct{}
+
+func (preflightStep) name() string { return StepPreflight }
+
+func (preflightStep) run(ctx context.Context, m *migration) (string, error) {
+	o, st := m.o, m.state
+	var notes []string
+	if o.SourceDB != "" && !st.Done(StepBundle) {
+		n, who, err := o.DB.OtherSessions(ctx, o.SourceDB)
+		if err != nil {
+			return "", fmt.Errorf("node 0's database: %w", err)
+		}
+		switch {
+		case n > 0 && !o.Live:
+			return "", hinted(fmt.Errorf("%d other session(s) are connected to node 0's database (%s): assisted-service is still writing", n, who),
+				"Stop assisted-service on node 0 first (its pod or systemd unit), or pass --live to dump from one snapshot and record a write watermark.")
+		case n > 0:
+			notes = append(notes, fmt.Sprintf("--live: %d session(s) still connected, dumping from a snapshot", n))
+		default:
+			notes = append(notes, "node 0's database is idle")
+		}
+	}
+	c := o.Cluster
+	if err := c.Reachable(ctx); err != nil {
+		return "", fmt.Errorf("cluster 0's API at %s: %w", o.Target, err)
+	}
+	ann, found, err := c.AgentServiceConfig(ctx)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("look for an AgentServiceConfig on cluster 0: %w", err)
+	case !found:
+	case st.Digest != "" && ann[ProvenanceAnnotation] == st.Digest:
+		notes = append(notes, "the AgentServiceConfig is the one this migration created")
+	default:
+		return "", hinted(errors.New("cluster 0 already has an AgentServiceConfig: the operator would start assisted-service on an empty database before the restore"),
+			"Delete it (kubectl delete agentserviceconfig agent) and let migrate create it after the restore (--agent-service-config), or restore into another cluster.")
+	}
+	replicas, found, err := c.ServiceReplicas(ctx, o.Namespace)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("look for a running assisted-service on cluster 0: %w", err)
+	case !found:
+	case replicas != nil && *replicas == 0:
+		notes = append(notes, "assisted-service on cluster 0 is scaled to zero")
+	case st.Done(StepService):
+		// The service step started it on the restored data.
+	case !o.Force:
+		return "", hinted(fmt.Errorf("assisted-service is running on cluster 0 (Deployment %s/%s): restoring under it would lose data", o.Namespace, ServiceDeployment),
+			"Scale it to zero (kubectl scale deployment/assisted-service --replicas=0) or pass --force to have migrate do it.")
+	default:
+		if err := c.ScaleServiceToZero(ctx, o.Namespace); err != nil {
+			return "", fmt.Errorf("--force: scale assisted-service to zero: %w", err)
+		}
+		notes = append(notes, "--force: scaled assisted-service on cluster 0 to zero")
+	}
+	notes = append(notes, fmt.Sprintf("cluster 0 reachable (%s), namespace %s", o.Target, o.Namespace))
+	return strings.Join(notes, "; "), nil
+}

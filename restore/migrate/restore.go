@@ -1,0 +1,186 @@
+package migrate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"filippo.io/age"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/sign"
+	"github.com/kubectl-assisted/kubectl-assisted/restore"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/job"
+)
+
+// restoreStep restores the pushed bundle: directly (restore.Run in this
+// process, with node 0's view of cluster 0's database and storage), or by
+// applying the restore Job on cluster 0.
+type restoreStep struct{}
+
+func (restoreStep) name() string { return StepRestore }
+
+func (restoreStep) run(ctx context.Context, m *migration) (string, error) {
+	if m.o.Direct() {
+		return restoreDirect(ctx, m)
+	}
+	return restoreJob(ctx, m)
+}
+
+// identityText returns the age identity that decrypts the bundle (the
+// generated one, or the given file) and where it is; "" when unencrypted.
+func identityText(o Options, st *State) (string, string, error) {
+	if st.Recipient != "" {
+		data, err := os.ReadFile(st.IdentityPath())
+		return string(data), st.IdentityPath(), err
+	}
+	if o.IdentityFile != "" {
+		data, err := os.ReadFile(o.IdentityFile)
+		return string(data), o.IdentityFile, err
+	}
+	return "", "", nil
+}
+
+func restoreDirect(ctx context.Context, m *migration) (string, error) {
+	o, st := m.o, m.state
+	idText, idFile, err := identityText(o, st)
+	if err != nil {
+		return "", err
+	}
+	var ids []age.Identity
+	if idText != "" {
+		if ids, err = age.ParseIdentities(strings.NewReader(idText)); err != nil {
+			// Never quote the file: it is a private key.
+			return "", fmt.Errorf("identity %s: not an age identity file", idFile)
+		}
+	}
+	// The run's own signing key signed the bundle: the restore accepts only
+	// a bundle signed by it.
+	signer, _, err := st.Signer()
+	if err != nil {
+		return "", err
+	}
+	ro := restore.Options{
+		Ref: st.Pinned, Registry: o.Registry, Identities: ids, Signers: []sign.Key{signer},
+		TargetDB: o.TargetDB, DataDir: o.TargetDataDir,
+		Config: o.Config, Namespace: o.Namespace, NamespaceMapping: o.NamespaceMapping, ServiceURL: o.ServiceURL,
+		OnEvent: m.restoreEvent,
+	}
+	finish := func() {}
+	if o.NewProgress != nil {
+		ro.Progress, finish = o.NewProgress()
+	}
+	res, err := o.Restorer.Restore(ctx, ro)
+	finish()
+	if err != nil {
+		return "", err
+	}
+	ran := 0
+	for _, p := range res.Phases {
+		if p.Ran {
+			ran++
+		}
+	}
+	return fmt.Sprintf("restored directly into the target database and %s (%d phase(s) ran)", o.TargetDataDir, ran), nil
+}
+
+// jobArgs are the restore command's flags the Job adds to its own.
+func jobArgs(o Options) []string {
+	var args []string
+	if o.ServiceURL != "" {
+		args = append(args, "--service-url", o.ServiceURL)
+	}
+	var mapping []string
+	for k, v := range o.NamespaceMapping {
+		mapping = append(mapping, k+"="+v)
+	}
+	sort.Strings(mapping)
+	for _, kv := range mapping {
+		args = append(args, "--namespace-mapping", kv)
+	}
+	if o.Registry.PlainHTTP {
+		args = append(args, "--plain-http")
+	}
+	if o.Registry.InsecureSkipTLSVerify {
+		args = append(args, "--registry-insecure-skip-tls-verify")
+	}
+	return args
+}
+
+// restoreJob applies the restore Job (and its PVCs, Secrets and RBAC) on
+// cluster 0 with server-side apply.
+func restoreJob(ctx context.Context, m *migration) (string, error) {
+	o, st := m.o, m.state
+	idText, _, err := identityText(o, st)
+	if err != nil {
+		return "", err
+	}
+	if idText == "" {
+		return "", errors.New("the restore Job needs the age identity: this bundle is unencrypted, and the Job only restores encrypted bundles")
+	}
+	_, signerPEM, err := st.Signer()
+	if err != nil {
+		return "", err
+	}
+	regAuth, err := registryAuthForHost(o.Registry.AuthFile, o.Ref.Registry)
+	if err != nil {
+		return "", err
+	}
+	asc := o.AgentServiceConfig
+	jo := job.Options{
+		Namespace: o.Namespace, Ref: st.Pinned, Digest: st.Digest,
+		RestoreImage: o.RestoreImage, DatabaseImage: o.DatabaseImage,
+		DatabaseSize: asc.DatabaseSize, FilesystemSize: asc.FilesystemSize,
+		Identity: idText, Signer: signerPEM, RegistryAuth: regAuth, ExtraArgs: jobArgs(o),
+	}
+	if o.StorageClass != "" {
+		jo.StorageClassName = &o.StorageClass
+	}
+	objs, err := job.Objects(jo)
+	if err != nil {
+		return "", err
+	}
+	// The Job's PostgreSQL sidecar initialises the database with the postgres
+	// Secret's credentials, which the operator then adopts: it must exist
+	// first (an existing one wins).
+	if err := o.Cluster.EnsurePostgresSecret(ctx, o.Namespace); err != nil {
+		return "", fmt.Errorf("the postgres Secret for the restore Job: %w", err)
+	}
+	if err := o.Cluster.Apply(ctx, objs, ""); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("applied Job %s/%s (PVCs %s, %s)", o.Namespace, job.JobName(st.Digest),
+		asc.DatabaseSize.String(), asc.FilesystemSize.String()), nil
+}
+
+// registryAuthForHost keeps only the entry of a docker config.json for
+// host, so the Secret on cluster 0 holds no other registry's credentials;
+// nil when there is none. It is the one place migrate reads registry auth
+// files.
+func registryAuthForHost(configFile, host string) ([]byte, error) {
+	if configFile == "" || host == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(configFile)
+	if err != nil {
+		return nil, fmt.Errorf("registry auth file: %w", err)
+	}
+	var cfg struct {
+		Auths map[string]json.RawMessage `json:"auths"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&cfg); err != nil {
+		// The file holds credentials: name it, never quote it.
+		return nil, fmt.Errorf("registry auth file %s: not a docker config.json", configFile)
+	}
+	for k, v := range cfg.Auths {
+		if strings.TrimPrefix(strings.TrimPrefix(k, "https://"), "http://") == host {
+			return json.Marshal(map[string]any{"auths": map[string]json.RawMessage{host: v}})
+		}
+	}
+	return nil, nil
+}
