@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,8 @@ import (
 
 // BundleCreateOptions holds the inputs of `bundle create`.
 type BundleCreateOptions struct {
+	cmdEnv
+	noArgs
 	bundleFlags
 	SigningKey   string
 	Created      string
@@ -74,12 +77,6 @@ unless --allow-unsigned. Make a key pair with
   # Reproducible, unencrypted, local
   SOURCE_DATE_EPOCH=1700000000 %[1]s assisted bundle create --to oci-archive:b.tar --data-dir ./data`),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(env, cmd); err != nil {
-				return err
-			}
-			return o.Run(cmd, env)
-		},
 	}
 	fs := cmd.Flags()
 	o.bundleFlags.AddFlags(fs, "--kubeconfig, and -n or all namespaces")
@@ -88,11 +85,26 @@ unless --allow-unsigned. Make a key pair with
 	fs.StringVar(&o.ServiceImage, "assisted-service-image", "", "Record this assisted-service image in the metadata")
 	env.Kube.AddFlags(fs)
 	_ = cmd.MarkFlagRequired("to")
-	return cmd
+	return wire(env, cmd, o)
 }
 
-// Complete validates the flags and resolves them into bundle options.
-func (o *BundleCreateOptions) Complete(env *Env, cmd *cobra.Command) error {
+// Validate checks the flags, alone and together, before any I/O.
+func (o *BundleCreateOptions) Validate() error {
+	if err := o.bundleFlags.validate(); err != nil {
+		return err
+	}
+	if len(o.Recipients)+len(o.RecipientFile) == 0 && !o.NoEncryption && o.refRemote() {
+		return clierr.New(errors.New("refusing to push an unencrypted bundle to a registry: it holds pull secrets, the kubeadmin password and Secret data"),
+			"Give --recipient KEY or --recipients-file FILE (age public keys), or --no-encryption if the registry is trusted.", clierr.ExitUsage)
+	}
+	_, err := parseCreated(o.Created)
+	return err
+}
+
+// resolve reads the files the flags name (recipients, signing key, the
+// database settings) into bundle options: the first I/O of Run.
+func (o *BundleCreateOptions) resolve() error {
+	env, cmd := o.env, o.cmd
 	in, err := o.bundleFlags.complete(cmd, func(in *bundleInput) (bundle.ResourcesSource, error) {
 		return o.clusterSource(env, len(in.recipients) > 0)
 	})
@@ -143,7 +155,11 @@ func (o *BundleCreateOptions) clusterSource(env *Env, encrypted bool) (*resource
 }
 
 // Run writes the bundle and prints the result.
-func (o *BundleCreateOptions) Run(cmd *cobra.Command, env *Env) error {
+func (o *BundleCreateOptions) Run(ctx context.Context) error {
+	if err := o.resolve(); err != nil {
+		return err
+	}
+	env := o.env
 	if len(o.create.Recipients) == 0 && !o.NoEncryption {
 		fmt.Fprintf(env.Streams.ErrOut, "warning: writing an unencrypted bundle to %s: it holds secrets; keep it private\n", o.ref)
 	}
@@ -155,7 +171,7 @@ func (o *BundleCreateOptions) Run(cmd *cobra.Command, env *Env) error {
 		bars = progress.New(env.Streams.ErrOut, progress.Options{})
 		o.create.Progress = bars
 	}
-	res, err := bundle.Create(cmd.Context(), o.ref.String(), registryOptions(o.Registry), o.create)
+	res, err := bundle.Create(ctx, o.ref.String(), registryOptions(o.Registry), o.create)
 	if bars != nil {
 		bars.Wait()
 	}

@@ -23,14 +23,14 @@ import (
 )
 
 // Exit codes of the bundle commands, one per failure kind, so scripts can
-// tell an altered bundle from a wrong key.
+// tell an altered bundle from a wrong key: the numbers of clierr's table.
 const (
-	ExitBundleIntegrity   = 3 // a blob's digest or size does not match, or its ciphertext fails authentication
-	ExitBundleDecrypt     = 4 // no identity, or the wrong one
-	ExitBundleVersion     = 5 // a format major version this plugin does not read, or inconsistent versions
-	ExitBundleFormat      = 6 // not a bundle, or content that does not decode
-	ExitBundleUnsafeEntry = 7 // unsafe content: outside the root, oversize, special bits, beyond the declared sizes, SQL Dump does not write
-	ExitBundleMissingBlob = 8 // a blob the manifest references is not stored
+	ExitBundleIntegrity   = clierr.ExitBundleIntegrity
+	ExitBundleDecrypt     = clierr.ExitBundleDecrypt
+	ExitBundleVersion     = clierr.ExitBundleVersion
+	ExitBundleFormat      = clierr.ExitBundleFormat
+	ExitBundleUnsafeEntry = clierr.ExitBundleUnsafeEntry
+	ExitBundleMissingBlob = clierr.ExitBundleMissingBlob
 )
 
 // bundleExitCodes is the exit-code paragraph of the bundle-reading commands.
@@ -212,6 +212,39 @@ func (f *bundleFlags) AddFlags(fs *pflag.FlagSet, nodeZeroAPI string) {
 	f.Registry.AddFlags(fs)
 	f.Output.AddFlags(fs)
 	f.Terminal.AddFlags(fs)
+}
+
+// validate checks the group's flags, alone and together, before any I/O. Its
+// errors are usage errors (exit 2); complete makes the same checks again.
+func (f *bundleFlags) validate() error {
+	if err := f.Output.Validate(); err != nil {
+		return err
+	}
+	if _, err := oci.ParseReference(f.To); err != nil {
+		return err
+	}
+	if err := f.Postgres.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case f.NoEncryption && len(f.Recipients)+len(f.RecipientFile) > 0:
+		return errors.New("--no-encryption conflicts with --recipient/--recipients-file")
+	case !f.NoSpool && f.SpoolDir == "" && f.refRemote():
+		return errors.New("--spool-dir is empty: give a directory, or --no-spool")
+	case f.Resources != resourcesNone && f.Resources != resourcesCluster:
+		return fmt.Errorf("--resources %q: want none or cluster", f.Resources)
+	case f.Resources == resourcesCluster && f.ManifestsDir != "":
+		return errors.New("--resources cluster and --manifests-dir both fill the resources layer: give one")
+	case f.DataDir == "" && !f.Postgres.IsSet() && f.Resources == resourcesNone && f.ManifestsDir == "":
+		return errors.New("nothing to bundle: give --db, --data-dir, --resources cluster or --manifests-dir")
+	}
+	return nil
+}
+
+// refRemote tells whether --to names a registry (false when it does not parse).
+func (f *bundleFlags) refRemote() bool {
+	ref, err := oci.ParseReference(f.To)
+	return err == nil && ref.Remote()
 }
 
 // bundleInput is what the group resolves to.

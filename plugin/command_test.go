@@ -29,6 +29,8 @@ var (
 	_ Command = (*BundleVerifyOptions)(nil)
 	_ Command = (*BundleExtractOptions)(nil)
 	_ Command = (*RestoreOptions)(nil)
+	_ Command = (*BundleCreateOptions)(nil)
+	_ Command = (*MigrateOptions)(nil)
 )
 
 // run executes the root command with args and returns the exit code and stderr.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/progress"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/migrate"
@@ -24,6 +25,8 @@ const DefaultMigrateNamespace = "multicluster-engine"
 // MigrateOptions holds the inputs of `migrate`: the flags `bundle create`
 // shares (bundleFlags), then node 0's API, the keys, cluster 0 and the run.
 type MigrateOptions struct {
+	cmdEnv
+	noArgs
 	bundleFlags
 	SourceKubeconfig string
 	SourceNamespaces []string
@@ -65,15 +68,6 @@ func newCmdMigrate(env *Env, o *MigrateOptions) *cobra.Command {
 		Long:    migrateLong,
 		Example: env.Example(migrateExample),
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(cmd, env); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return usageErr(cmd, err)
-			}
-			return o.Run(cmd.Context())
-		},
 	}
 	fs := cmd.Flags()
 	o.bundleFlags.AddFlags(fs, "--source-kubeconfig and --source-namespace")
@@ -101,13 +95,14 @@ func newCmdMigrate(env *Env, o *MigrateOptions) *cobra.Command {
 	fs.BoolVar(&o.DryRun, "dry-run", false, "Run the preflight checks and print the plan; change nothing (not even with --force) and write no state")
 	_ = cmd.MarkFlagRequired("to")
 	_ = cmd.MarkFlagRequired("target-kubeconfig")
-	return cmd
+	return wire(env, cmd, o)
 }
 
-// Complete resolves the flags into the engine's options: the shared bundle
-// flags, the AgentServiceConfig file, cluster 0's kubeconfig. It touches
-// nothing; usage errors exit 2.
-func (o *MigrateOptions) Complete(cmd *cobra.Command, env *Env) error {
+// resolve turns the flags into the engine's options: the shared bundle flags,
+// the AgentServiceConfig file, cluster 0's kubeconfig. It reads those files
+// (the first I/O of Run); usage errors exit 2.
+func (o *MigrateOptions) resolve() error {
+	cmd, env := o.cmd, o.env
 	o.out, o.errOut = env.Streams.Out, env.Streams.ErrOut
 	in, err := o.bundleFlags.complete(cmd, func(in *bundleInput) (bundle.ResourcesSource, error) {
 		if o.SourceKubeconfig == "" {
@@ -167,10 +162,16 @@ func (o *MigrateOptions) Complete(cmd *cobra.Command, env *Env) error {
 	return nil
 }
 
-// Validate checks how the flags combine; its errors are usage errors.
+// Validate checks the flags, alone and together, before any I/O; its errors
+// are usage errors. The engine's own checks of the resolved options run at
+// the start of Run.
 func (o *MigrateOptions) Validate() error {
+	if err := o.bundleFlags.validate(); err != nil {
+		return err
+	}
+	ref, _ := oci.ParseReference(o.To) // bundleFlags.validate parsed it
 	switch {
-	case o.opts.Ref.Digest != "":
+	case ref.Digest != "":
 		return fmt.Errorf("--to %s: give a tag, not a digest: migrate pushes a new bundle", o.To)
 	case (o.TargetDB == "") != (o.TargetDataDir == ""):
 		return errors.New("--target-db and --target-data-dir go together (restore directly); leave both out to restore with a Job on cluster 0")
@@ -178,17 +179,23 @@ func (o *MigrateOptions) Validate() error {
 		return errors.New("without --target-db/--target-data-dir the restore runs as a Job on cluster 0: give --restore-image (an image with kubectl-assisted, see restore/job/Containerfile)")
 	case o.TargetDB == "" && o.AgentServiceConfig == "":
 		return errors.New("the restore Job pre-creates the operator's PVCs with the AgentServiceConfig's sizes: give --agent-service-config FILE")
-	case o.NoEncryption && o.opts.Ref.Remote():
+	case o.NoEncryption && ref.Remote():
 		return errors.New("refusing to push an unencrypted bundle to a registry (it holds pull secrets, the kubeadmin password and Secret data): leave out --no-encryption, migrate generates a key pair for the run")
-	case len(o.opts.Create.Recipients) > 0 && o.Identity == "":
+	case len(o.Recipients)+len(o.RecipientFile) > 0 && o.Identity == "":
 		return errors.New("with --recipient/--recipients-file, give --identity FILE: the restore needs the matching private key")
 	}
-	return o.opts.Validate()
+	return nil
 }
 
 // Run runs the migration (or, with --dry-run, only its preflight) and
 // renders what the engine reports.
 func (o *MigrateOptions) Run(ctx context.Context) error {
+	if err := o.resolve(); err != nil {
+		return err
+	}
+	if err := o.opts.Validate(); err != nil {
+		return o.usage(err)
+	}
 	r := &migrateRenderer{w: o.errOut, ev: &eventPrinter{w: o.errOut}}
 	o.opts.OnEvent = r.event
 	if o.Terminal.ShowProgress(o.errOut, &o.Output) {

@@ -83,7 +83,7 @@ func TestBundleFlagsShared(t *testing.T) {
 }
 
 // completeMigrate parses args into `migrate` and runs Complete and Validate
-// as its RunE does.
+// as its RunE does, then the resolution that starts Run (no migration runs).
 func completeMigrate(t *testing.T, args ...string) (*MigrateOptions, error) {
 	t.Helper()
 	env := &Env{Streams: genericiooptions.NewTestIOStreamsDiscard()}
@@ -92,11 +92,17 @@ func completeMigrate(t *testing.T, args ...string) (*MigrateOptions, error) {
 	if err := cmd.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Complete(cmd, env); err != nil {
+	if err := o.Complete(nil); err != nil {
 		return o, err
 	}
 	if err := o.Validate(); err != nil {
 		return o, usageErr(cmd, err)
+	}
+	if err := o.resolve(); err != nil {
+		return o, err
+	}
+	if err := o.opts.Validate(); err != nil {
+		return o, o.usage(err)
 	}
 	return o, nil
 }
