@@ -92,7 +92,12 @@ func RedactURL(u string) string {
 // secret-looking query parameters, Authorization values, secret JSON fields
 // and every credential or token this process has used, in s.
 func RedactText(s string) string {
-	s = reURL.ReplaceAllStringFunc(s, RedactURL)
+	s = reURL.ReplaceAllStringFunc(s, func(u string) string {
+		// Punctuation after an unquoted URL ("GET https://h/x?q: 401") is
+		// the message's, not the URL's.
+		trimmed := strings.TrimRight(u, ":,.;)]")
+		return RedactURL(trimmed) + u[len(trimmed):]
+	})
 	s = reUpload.ReplaceAllString(s, uploadsPath+Redacted)
 	s = reState.ReplaceAllString(s, "${1}="+Redacted)
 	s = reAuthHdr.ReplaceAllString(s, "${1} "+Redacted)
