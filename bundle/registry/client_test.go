@@ -201,14 +201,14 @@ func TestRedact_RegistryErrorHidesLocation(t *testing.T) {
 func TestRedactText(t *testing.T) {
 	rememberSecret("hunter2-pass")
 	cases := map[string]string{
-		`Put "https://r.example:5000/v2/a/b/blobs/uploads/abc-123?_state=xyz&digest=sha256:1": EOF`:  `Put "https://r.example:5000/v2/a/b/blobs/uploads/<redacted>?<redacted>": EOF`,
-		`GET https://user:pw@r.example/v2/a/manifests/v1: 401`:                                        `GET https://r.example/v2/a/manifests/v1: 401`,
-		`Location /v2/a/blobs/uploads/abc?_state=xyz is bad`:                                          `Location /v2/a/blobs/uploads/<redacted> is bad`,
-		`fetch https://s3.example/blob?X-Amz-Signature=deadbeef: 403`:                                 `fetch https://s3.example/blob?<redacted>: 403`,
-		`server said {"token":"eyJhbGciOi.x.y"} and the password hunter2-pass`:                        `server said {"token":"<redacted>"} and the password <redacted>`,
-		`relative ?_state=abc&x=1`:                                                                    `relative ?_state=<redacted>&x=1`,
-		`Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.abcdefghijkl`:                                     `Authorization: Bearer <redacted>`,
-		`basic credential not found`:                                                                  `basic credential not found`,
+		`Put "https://r.example:5000/v2/a/b/blobs/uploads/abc-123?_state=xyz&digest=sha256:1": EOF`:     `Put "https://r.example:5000/v2/a/b/blobs/uploads/<redacted>?<redacted>": EOF`,
+		`GET https://user:pw@r.example/v2/a/manifests/v1: 401`:                                          `GET https://r.example/v2/a/manifests/v1: 401`,
+		`Location /v2/a/blobs/uploads/abc?_state=xyz is bad`:                                            `Location /v2/a/blobs/uploads/<redacted> is bad`,
+		`fetch https://s3.example/blob?X-Amz-Signature=deadbeef: 403`:                                   `fetch https://s3.example/blob?<redacted>: 403`,
+		`server said {"token":"eyJhbGciOi.x.y"} and the password hunter2-pass`:                          `server said {"token":"<redacted>"} and the password <redacted>`,
+		`relative ?_state=abc&x=1`:                                                                      `relative ?_state=<redacted>&x=1`,
+		`Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.abcdefghijkl`:                                       `Authorization: Bearer <redacted>`,
+		`basic credential not found`:                                                                    `basic credential not found`,
 		`GET "https://r.example/v2/a/manifests/sha256:abc": response status code 404: MANIFEST_UNKNOWN`: `GET "https://r.example/v2/a/manifests/sha256:abc": response status code 404: MANIFEST_UNKNOWN`,
 	}
 	for in, want := range cases {
