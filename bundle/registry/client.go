@@ -1,9 +1,11 @@
 package registry
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -97,8 +99,24 @@ func NewWithCredentials(opts Options, creds *Credentials) (*Client, error) {
 	return c, nil
 }
 
-// Do sends req with credentials; its error is redacted.
+// maxReplayBuffer bounds the body Do keeps in memory to resend it after an
+// auth challenge (manifests are at most 4 MiB).
+const maxReplayBuffer = 4 << 20
+
+// Do sends req with credentials; its error is redacted. A small body that
+// cannot be replayed is buffered first, as oras-go does for manifests when
+// the client is its own auth.Client: the first request to a registry may be
+// answered by an auth challenge and sent again.
 func (c *Client) Do(req *http.Request) (*http.Response, error) {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil && req.ContentLength > 0 && req.ContentLength <= maxReplayBuffer {
+		b, err := io.ReadAll(io.LimitReader(req.Body, req.ContentLength+1))
+		req.Body.Close()
+		if err != nil {
+			return nil, Redact(fmt.Errorf("read the request body: %w", err))
+		}
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		req.Body, _ = req.GetBody()
+	}
 	resp, err := c.auth.Do(req)
 	if err != nil {
 		return nil, Redact(err)

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/pem"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -222,5 +223,38 @@ func TestRedactText(t *testing.T) {
 	base := context.Canceled
 	if err := Redact(base); !errors.Is(err, context.Canceled) {
 		t.Fatal("Redact must keep errors.Is")
+	}
+}
+
+// TestClient_ReplaysSmallBodyAfterChallenge: a manifest whose reader cannot
+// be rewound is still pushed when the registry first answers with a Basic
+// challenge (oras-go buffers it only for its own auth.Client).
+func TestClient_ReplaysSmallBodyAfterChallenge(t *testing.T) {
+	d := authEnv(t, map[string]string{"DOCKER_CONFIG": "$T/docker"})
+	var got []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		got, _ = io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	writeAuth(t, d+"/docker/config.json", map[string][2]string{host: {"kat", "pw-1234"}})
+	c, err := New(Options{PlainHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := []byte(`{"schemaVersion":2}`)
+	desc := content.NewDescriptorFromBytes("application/vnd.oci.image.manifest.v1+json", manifest)
+	body := io.MultiReader(bytes.NewReader(manifest)) // no GetBody
+	if err := c.Repository(host, "a/b").PushReference(context.Background(), desc, body, "v1"); err != nil {
+		t.Fatalf("push after a challenge: %v", err)
+	}
+	if string(got) != string(manifest) {
+		t.Fatalf("the registry got %q", got)
 	}
 }
