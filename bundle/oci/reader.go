@@ -49,7 +49,11 @@ func (s *registrySource) Reference() Reference { return s.ref }
 func (s *registrySource) Close() error         { return nil }
 
 func (s *registrySource) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
-	return s.repo.Fetch(ctx, desc)
+	rc, err := s.repo.Fetch(ctx, desc)
+	if err != nil {
+		return nil, redact(err)
+	}
+	return rc, nil
 }
 
 func (s *registrySource) Resolve(ctx context.Context) (ocispec.Descriptor, error) {
@@ -59,7 +63,7 @@ func (s *registrySource) Resolve(ctx context.Context) (ocispec.Descriptor, error
 	}
 	desc, err := s.repo.Resolve(ctx, ref)
 	if err != nil {
-		return ocispec.Descriptor{}, fmt.Errorf("resolve %s: %w", s.ref, err)
+		return ocispec.Descriptor{}, fmt.Errorf("resolve %s: %w", s.ref, redact(err))
 	}
 	return desc, nil
 }

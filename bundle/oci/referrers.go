@@ -38,7 +38,7 @@ var errEnough = errors.New("enough referrers")
 
 func (w *registryWriter) PushReferrer(ctx context.Context, desc ocispec.Descriptor, b []byte, tag string) error {
 	if err := w.repo.PushReference(ctx, desc, bytes.NewReader(b), tag); err != nil {
-		return fmt.Errorf("push %s: %w", tag, err)
+		return fmt.Errorf("push %s: %w", tag, redact(err))
 	}
 	return nil
 }
@@ -67,13 +67,14 @@ func (s *registrySource) Referrers(ctx context.Context, subject ocispec.Descript
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
-		return out, fmt.Errorf("list the referrers of %s: %w", subject.Digest, err)
+		return out, fmt.Errorf("list the referrers of %s: %w", subject.Digest, redact(err))
 	}
 	return out, nil
 }
 
 func (s *registrySource) ResolveTag(ctx context.Context, tag string) (ocispec.Descriptor, error) {
-	return s.repo.Resolve(ctx, tag)
+	desc, err := s.repo.Resolve(ctx, tag)
+	return desc, redact(err)
 }
 
 func (s *layoutSource) Referrers(_ context.Context, _ ocispec.Descriptor, artifactType string) ([]ocispec.Descriptor, error) {

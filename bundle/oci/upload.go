@@ -82,7 +82,8 @@ func (u *uploader) base() string {
 }
 
 // start opens a new session (POST).
-func (u *uploader) start() error {
+func (u *uploader) start() (err error) {
+	defer func() { err = redact(err) }()
 	req, err := http.NewRequestWithContext(u.ctx, http.MethodPost, u.base()+"/v2/"+u.repo.Reference.Repository+"/blobs/uploads/", nil)
 	if err != nil {
 		return err
@@ -106,7 +107,8 @@ func (u *uploader) start() error {
 
 // resume reopens a session of an earlier run: the registry says how much it
 // holds. It fails when the session is gone (expired, or another registry).
-func (u *uploader) resume(s UploadSession) error {
+func (u *uploader) resume(s UploadSession) (err error) {
+	defer func() { err = redact(err) }()
 	if s.Registry != u.repo.Reference.Registry || s.Repository != u.repo.Reference.Repository {
 		return fmt.Errorf("the upload session is for %s/%s", s.Registry, s.Repository)
 	}
@@ -202,7 +204,8 @@ func (s *fileSection) SyscallConn() (syscall.RawConn, error) { return s.f.Syscal
 
 // patch sends the chunk b, which starts at u.offset, resending from the
 // offset the registry reports when an attempt fails.
-func (u *uploader) patch(b body) error {
+func (u *uploader) patch(b body) (err error) {
+	defer func() { err = redact(err) }()
 	start, end := b.bounds()
 	if start != u.offset {
 		return fmt.Errorf("upload chunk: at offset %d, the registry holds %d bytes", start, u.offset)
@@ -272,7 +275,8 @@ func (u *uploader) patchOnce(b body) error {
 }
 
 // status asks the registry how much of the upload it holds (GET on the session).
-func (u *uploader) status(loc *url.URL) (*url.URL, int64, error) {
+func (u *uploader) status(loc *url.URL) (_ *url.URL, _ int64, err error) {
+	defer func() { err = redact(err) }()
 	req, err := http.NewRequestWithContext(u.ctx, http.MethodGet, loc.String(), nil)
 	if err != nil {
 		return nil, 0, err
@@ -304,7 +308,8 @@ func (u *uploader) status(loc *url.URL) (*url.URL, int64, error) {
 	return next, e + 1, nil
 }
 
-func (u *uploader) finish(d digest.Digest) error {
+func (u *uploader) finish(d digest.Digest) (err error) {
+	defer func() { err = redact(err) }()
 	q := u.loc.Query()
 	q.Set("digest", d.String())
 	final := *u.loc
@@ -347,7 +352,7 @@ func location(resp *http.Response) (*url.URL, error) {
 	}
 	u, err := resp.Request.URL.Parse(l)
 	if err != nil {
-		return nil, fmt.Errorf("registry upload Location %q: %w", l, err)
+		return nil, fmt.Errorf("registry answered %s with an upload Location that is not a URL: %w", resp.Status, redact(err))
 	}
 	return u, nil
 }

@@ -86,19 +86,28 @@ type registryWriter struct {
 
 func (w *registryWriter) NewBlob(ctx context.Context, mediaType string, opts BlobOptions) (BlobWriter, error) {
 	if opts.SpoolFile != "" {
-		return newSpoolBlob(ctx, w.repo, mediaType, opts)
+		b, err := newSpoolBlob(ctx, w.repo, mediaType, opts)
+		if err != nil {
+			return nil, redact(err)
+		}
+		return b, nil
 	}
-	return newMemBlob(ctx, w.repo, mediaType, w.chunk, opts)
+	b, err := newMemBlob(ctx, w.repo, mediaType, w.chunk, opts)
+	if err != nil {
+		return nil, redact(err)
+	}
+	return b, nil
 }
 
 func (w *registryWriter) Exists(ctx context.Context, desc ocispec.Descriptor) (bool, error) {
-	return w.repo.Exists(ctx, desc)
+	ok, err := w.repo.Exists(ctx, desc)
+	return ok, redact(err)
 }
 
 func (w *registryWriter) PushFile(ctx context.Context, desc ocispec.Descriptor, path string, session *UploadSession, onUpload func(int64)) (int64, error) {
 	var sent int64
 	err := pushFile(ctx, w.repo, desc, path, session, onUpload, &sent)
-	return sent, err
+	return sent, err // redacted: pushFile's is an *UploadError of a redacted error
 }
 
 func (w *registryWriter) PushBytes(ctx context.Context, mediaType string, b []byte) (ocispec.Descriptor, error) {
@@ -107,7 +116,7 @@ func (w *registryWriter) PushBytes(ctx context.Context, mediaType string, b []by
 		return desc, nil
 	}
 	if err := w.repo.Push(ctx, desc, bytes.NewReader(b)); err != nil {
-		return ocispec.Descriptor{}, fmt.Errorf("push %s: %w", desc.Digest, err)
+		return ocispec.Descriptor{}, fmt.Errorf("push %s: %w", desc.Digest, redact(err))
 	}
 	return desc, nil
 }
@@ -115,7 +124,7 @@ func (w *registryWriter) PushBytes(ctx context.Context, mediaType string, b []by
 func (w *registryWriter) PushManifest(ctx context.Context, mediaType string, b []byte) (ocispec.Descriptor, error) {
 	desc := content.NewDescriptorFromBytes(mediaType, b)
 	if err := w.repo.PushReference(ctx, desc, bytes.NewReader(b), w.tag); err != nil {
-		return ocispec.Descriptor{}, fmt.Errorf("push manifest: %w", err)
+		return ocispec.Descriptor{}, fmt.Errorf("push manifest: %w", redact(err))
 	}
 	return desc, nil
 }

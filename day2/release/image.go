@@ -18,6 +18,8 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
+
+	bregistry "github.com/kubectl-assisted/kubectl-assisted/bundle/registry"
 )
 
 // Docker media types that OpenShift payloads still use.
@@ -46,6 +48,7 @@ func (c *Client) resolve(ctx context.Context, ref, goarch string) (*image, error
 		if err == nil {
 			return img, nil
 		}
+		err = bregistry.Redact(err)
 		if cand != ref {
 			c.Log("mirror %s: %v", cand, err)
 		}
@@ -125,7 +128,7 @@ func (img *image) openFile(ctx context.Context, p string) (io.ReadCloser, int64,
 		l := img.layers[i]
 		rc, err := img.repo.Blobs().Fetch(ctx, l)
 		if err != nil {
-			return nil, 0, fmt.Errorf("fetch layer %s: %w", l.Digest, err)
+			return nil, 0, fmt.Errorf("fetch layer %s: %w", l.Digest, bregistry.Redact(err))
 		}
 		verifier := l.Digest.Verifier()
 		// The tar reader reads the layer through the verifier; fileReader drains

@@ -7,32 +7,25 @@
 package release
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
-	"fmt"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
-	"oras.land/oras-go/v2/registry/remote/auth"
-	"oras.land/oras-go/v2/registry/remote/credentials"
-	"oras.land/oras-go/v2/registry/remote/retry"
 
+	bregistry "github.com/kubectl-assisted/kubectl-assisted/bundle/registry"
 	"github.com/kubectl-assisted/kubectl-assisted/day2/clusterinfo"
 )
 
 // Options configure the client.
 type Options struct {
-	// PullSecret is the cluster's docker config JSON.
+	// PullSecret is the cluster's docker config JSON, consulted for a
+	// registry no local auth file has credentials for.
 	PullSecret []byte
 	// AuthFile is a local docker/podman auth file whose entries win over the
-	// pull secret's; empty means REGISTRY_AUTH_FILE, then podman's and
-	// docker's usual files, when present.
+	// pull secret's; empty means the search order of the bundle registry
+	// layer (bundle/registry.AuthFiles): REGISTRY_AUTH_FILE alone when set,
+	// else podman's runtime and config auth.json, then docker's config.json,
+	// chained per registry.
 	AuthFile string
 	// Mirrors are the cluster's IDMS/ICSP entries, tried before the source for
 	// digest references.
@@ -42,100 +35,46 @@ type Options struct {
 	PlainHTTP             bool
 	CAFile                string
 	InsecureSkipTLSVerify bool
+	// UserAgent is sent with every request; empty keeps oras-go's.
+	UserAgent string
 }
 
 // Client pulls from release payload registries.
 type Client struct {
 	opts Options
-	http *http.Client
-	cred auth.CredentialFunc
+	reg  *bregistry.Client
 	// Log receives one line per mirror that failed before another worked.
 	Log func(format string, args ...any)
 }
 
-// New builds a client. Credentials never appear in its errors.
+// New builds a client on the bundle registry layer (one transport with a
+// TLS 1.2 minimum, one auth-file order, redacted errors). Credentials never
+// appear in its errors.
 func New(o Options) (*Client, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if o.CAFile != "" || o.InsecureSkipTLSVerify {
-		cfg := &tls.Config{InsecureSkipVerify: o.InsecureSkipTLSVerify} //nolint:gosec // the user asked for it
-		if o.CAFile != "" {
-			pem, err := os.ReadFile(o.CAFile)
-			if err != nil {
-				return nil, fmt.Errorf("registry CA file: %w", err)
-			}
-			pool, err := x509.SystemCertPool()
-			if err != nil {
-				pool = x509.NewCertPool()
-			}
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("registry CA file %s holds no PEM certificate", o.CAFile)
-			}
-			cfg.RootCAs = pool
-		}
-		tr.TLSClientConfig = cfg
-	}
-	var stores []credentials.Store
-	if path := localAuthFile(o.AuthFile); path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("registry auth file: %w", err)
-		}
-		s, err := credentials.NewMemoryStoreFromDockerConfig(b)
-		if err != nil {
-			return nil, fmt.Errorf("registry auth file %s is not a docker config: %w", path, err)
-		}
-		stores = append(stores, s)
-	}
-	if len(o.PullSecret) > 0 {
-		s, err := credentials.NewMemoryStoreFromDockerConfig(o.PullSecret)
-		if err != nil {
-			return nil, errors.New("the cluster's pull secret is not a valid docker config JSON")
-		}
-		stores = append(stores, s)
-	}
-	c := &Client{opts: o, http: &http.Client{Transport: retry.NewTransport(tr)}, Log: func(string, ...any) {}}
-	c.cred = func(ctx context.Context, host string) (auth.Credential, error) {
-		for _, s := range stores {
-			cr, err := s.Get(ctx, host)
-			if err == nil && cr != auth.EmptyCredential {
-				return cr, nil
-			}
-		}
-		return auth.EmptyCredential, nil
-	}
-	return c, nil
-}
-
-func localAuthFile(explicit string) string {
-	if explicit != "" {
-		return explicit
-	}
-	candidates := []string{os.Getenv("REGISTRY_AUTH_FILE")}
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		candidates = append(candidates, filepath.Join(d, "containers", "auth.json"))
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		candidates = append(candidates, filepath.Join(home, ".config", "containers", "auth.json"), filepath.Join(home, ".docker", "config.json"))
-	}
-	for _, p := range candidates {
-		if p == "" {
-			continue
-		}
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			return p
-		}
-	}
-	return ""
-}
-
-func (c *Client) repository(ref registry.Reference) (*remote.Repository, error) {
-	repo, err := remote.NewRepository(ref.Registry + "/" + ref.Repository)
+	creds, err := bregistry.NewCredentials(o.AuthFile)
 	if err != nil {
 		return nil, err
 	}
-	repo.PlainHTTP = c.opts.PlainHTTP
-	repo.Client = &auth.Client{Client: c.http, Credential: c.cred, Cache: auth.NewCache()}
-	return repo, nil
+	if len(o.PullSecret) > 0 {
+		if err := creds.AddDockerConfig("the cluster's pull secret", o.PullSecret); err != nil {
+			return nil, err
+		}
+	}
+	reg, err := bregistry.NewWithCredentials(bregistry.Options{
+		AuthFile: o.AuthFile, CAFile: o.CAFile, PlainHTTP: o.PlainHTTP,
+		InsecureSkipTLSVerify: o.InsecureSkipTLSVerify, UserAgent: o.UserAgent,
+	}, creds)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{opts: o, reg: reg, Log: func(string, ...any) {}}, nil
+}
+
+func (c *Client) repository(ref registry.Reference) (*remote.Repository, error) {
+	if err := ref.ValidateRepository(); err != nil {
+		return nil, err
+	}
+	return c.reg.Repository(ref.Registry, ref.Repository), nil
 }
 
 // Candidates are the references to try for ref, mirrors first. IDMS/ICSP
