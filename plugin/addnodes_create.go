@@ -191,6 +191,7 @@ func (o *AddNodesCreateOptions) Run(ctx context.Context) error {
 		Registry: release.Options{
 			AuthFile: o.Registry.ConfigFile, CAFile: o.Registry.CAFile,
 			PlainHTTP: o.Registry.PlainHTTP, InsecureSkipTLSVerify: o.Registry.InsecureSkipTLSVerify,
+			UserAgent: "kubectl-assisted/" + CurrentVersion().Version,
 		},
 		Warn: func(format string, args ...any) { fmt.Fprintf(errOut, "warning: "+format+"\n", args...) },
 	}

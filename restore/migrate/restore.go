@@ -1,9 +1,7 @@
 package migrate
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +10,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/registry"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/sign"
 	"github.com/kubectl-assisted/kubectl-assisted/restore"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/job"
@@ -126,7 +125,7 @@ func restoreJob(ctx context.Context, m *migration) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	regAuth, err := registryAuthForHost(o.Registry.AuthFile, o.Ref.Registry)
+	regAuth, err := registryAuthForHost(ctx, o.Registry.AuthFile, o.Ref.Registry)
 	if err != nil {
 		return "", err
 	}
@@ -157,30 +156,10 @@ func restoreJob(ctx context.Context, m *migration) (string, error) {
 		asc.DatabaseSize.String(), asc.FilesystemSize.String()), nil
 }
 
-// registryAuthForHost keeps only the entry of a docker config.json for
-// host, so the Secret on cluster 0 holds no other registry's credentials;
-// nil when there is none. It is the one place migrate reads registry auth
-// files.
-func registryAuthForHost(configFile, host string) ([]byte, error) {
-	if configFile == "" || host == "" {
-		return nil, nil
-	}
-	data, err := os.ReadFile(configFile)
-	if err != nil {
-		return nil, fmt.Errorf("registry auth file: %w", err)
-	}
-	var cfg struct {
-		Auths map[string]json.RawMessage `json:"auths"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&cfg); err != nil {
-		// The file holds credentials: name it, never quote it.
-		return nil, fmt.Errorf("registry auth file %s: not a docker config.json", configFile)
-	}
-	for k, v := range cfg.Auths {
-		if strings.TrimPrefix(strings.TrimPrefix(k, "https://"), "http://") == host {
-			return json.Marshal(map[string]any{"auths": map[string]json.RawMessage{host: v}})
-		}
-	}
-	return nil, nil
+// registryAuthForHost is the pull secret of the restore Job: a docker
+// config.json with only host's credential, found where every command finds
+// registry credentials (bundle/registry's search order), so the Secret on
+// cluster 0 holds no other registry's credentials; nil when there is none.
+func registryAuthForHost(ctx context.Context, configFile, host string) ([]byte, error) {
+	return registry.DockerConfigFor(ctx, configFile, host)
 }

@@ -264,7 +264,7 @@ func TestRegistryAuthForHost(t *testing.T) {
 	if err := os.WriteFile(f, []byte(`{"auths":{"quay.io":{"auth":"b3RoZXI6c2VjcmV0"},"https://reg.example.com:5000":{"auth":"dXNlcjpwYXNz"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err := registryAuthForHost(f, "reg.example.com:5000")
+	got, err := registryAuthForHost(context.Background(), f, "reg.example.com:5000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,13 +277,13 @@ func TestRegistryAuthForHost(t *testing.T) {
 	if len(out.Auths) != 1 || out.Auths["reg.example.com:5000"].Auth != "dXNlcjpwYXNz" {
 		t.Fatalf("want only reg.example.com:5000, got %s", got)
 	}
-	if none, err := registryAuthForHost(f, "other:1"); none != nil || err != nil {
+	if none, err := registryAuthForHost(context.Background(), f, "other:1"); none != nil || err != nil {
 		t.Fatalf("no entry should give no Secret, got %s %v", none, err)
 	}
 	if err := os.WriteFile(f, []byte(`{"auths": "s3cret`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := registryAuthForHost(f, "x"); err == nil || strings.Contains(err.Error(), "s3cret") {
+	if _, err := registryAuthForHost(context.Background(), f, "x"); err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("a damaged file: %v (must not quote it)", err)
 	}
 }
