@@ -17,14 +17,15 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/migrate"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/switchover"
 )
 
 // HandoverSecret is where a restore leaves the token it minted for the
 // assisted-installer-controller (key HandoverTokenKey), in the restore's namespace.
 const (
-	HandoverSecret   = "kubectl-assisted-handover"
-	HandoverTokenKey = "controller-token"
+	HandoverSecret   = migrate.HandoverSecret
+	HandoverTokenKey = migrate.HandoverTokenKey
 )
 
 // SwitchoverOptions are the resolved inputs of `switchover`.
