@@ -259,3 +259,36 @@ func TestOpen_Failures(t *testing.T) {
 		})
 	}
 }
+
+// TestVerify_DatabaseLayerLast: Verify reads the database layer after every
+// other one (parsing its statements is the costly check), and still reports
+// the layers in the manifest's order.
+func TestVerify_DatabaseLayerLast(t *testing.T) {
+	ctx := context.Background()
+	id := newIdentity(t)
+	ref := "oci:" + filepath.Join(t.TempDir(), "layout") + ":v1"
+	create(t, ref, CreateOptions{Database: fakeDB{data: "x\n"}, Files: &FilesOptions{Dir: dataDir(t)},
+		Recipients: []age.Recipient{id.Recipient()}, Creator: "test"})
+	b, err := Open(ctx, ref, OpenOptions{Identities: []age.Identity{id}, AllowUnsigned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Layers[0].Kind != LayerDatabase {
+		t.Fatalf("the manifest lists %s first; the test needs the database layer first", b.Layers[0].Kind)
+	}
+	filesDoneFirst := false
+	rep, err := b.Verify(ctx, VerifyOptions{Database: func(_ context.Context, r io.Reader) error {
+		filesDoneFirst = b.FilesChecked != nil
+		_, err := io.Copy(io.Discard, r)
+		return err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !filesDoneFirst {
+		t.Fatal("the database layer was read before the files layer")
+	}
+	if len(rep.Layers) != 2 || rep.Layers[0].Kind != LayerDatabase || rep.Layers[1].Kind != LayerFiles {
+		t.Fatalf("report order %+v, want the manifest's", rep.Layers)
+	}
+}

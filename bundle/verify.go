@@ -59,7 +59,13 @@ func (b *Bundle) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport,
 	if err := b.checkIdentities(); err != nil {
 		return rep, err
 	}
-	for _, l := range b.Layers {
+	// The database layer goes last: its statements are parsed by PostgreSQL's
+	// own parser, run as wasm, whose compilation costs a second or more of CPU
+	// per process; a bundle refused for another layer never pays it. The
+	// report keeps the manifest's order.
+	reports := make([]LayerReport, len(b.Layers))
+	for _, i := range verifyOrder(b.Layers) {
+		l := b.Layers[i]
 		lr := LayerReport{Kind: l.Kind, Digest: l.Descriptor.Digest.String(), Size: l.Descriptor.Size, Encrypted: l.Encrypted}
 		var err error
 		if !l.Known || (l.Encrypted && len(b.identities) == 0) {
@@ -70,9 +76,24 @@ func (b *Bundle) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport,
 		if err != nil {
 			return rep, err
 		}
-		rep.Layers = append(rep.Layers, lr)
+		reports[i] = lr
 	}
+	rep.Layers = reports
 	return rep, nil
+}
+
+// verifyOrder is the order in which Verify reads the layers: every other
+// layer before the database layer.
+func verifyOrder(layers []Layer) []int {
+	var first, last []int
+	for i, l := range layers {
+		if l.Kind == LayerDatabase {
+			last = append(last, i)
+		} else {
+			first = append(first, i)
+		}
+	}
+	return append(first, last...)
 }
 
 func (b *Bundle) verifyStored(ctx context.Context, l Layer) error {
