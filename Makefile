@@ -27,6 +27,8 @@ LDFLAGS    := -s -w -buildid= \
 GOBUILD    := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
 E2E_TIMEOUT ?= 75m
+# Parallel e2e subtests at once: most wait on child processes and servers.
+E2E_PARALLEL ?= 4
 FUZZ_TIME   ?= 10s
 # Minimizing each new-coverage input may take up to 60 s by default, which is
 # where a 10 s fuzz run used to go (19 inputs executed); a bounded minimization
@@ -99,7 +101,7 @@ test-fuzz: ## Run every fuzz target for FUZZ_TIME each; a failure prints its out
 
 .PHONY: test-e2e
 test-e2e: build $(GOTEST) ## Run integration and end-to-end tests (real PostgreSQL, registries, kube-apiserver, kubectl)
-	cd test && KUBECTL_ASSISTED_BIN=$(BIN) KUBECTL_ASSISTED_VERSION=$(VERSION) go test -json -count=1 -timeout $(E2E_TIMEOUT) ./... | $(GOTEST)
+	cd test && KUBECTL_ASSISTED_BIN=$(BIN) KUBECTL_ASSISTED_VERSION=$(VERSION) go test -json -count=1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) ./... | $(GOTEST)
 
 .PHONY: bench
 bench: tools build ## Benchmarks: ratios against pg_dump/pg_restore, oras and cp on the same data

@@ -358,6 +358,7 @@ func TestHostileFiles_VerifyAndExtract(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case crafts its own bundle and directories
 			ref := "oci:" + craft(t, src, good, recipient, c) + ":latest"
 			base := append([]string{"--identity", identity}, unsigned...)
 			v := p.Run(t, append([]string{"bundle", "verify", ref}, base...)...)
@@ -403,6 +404,9 @@ func TestHostileFiles_Restore(t *testing.T) {
 	secretsBefore := strings.Join(secretNames(t, k, ns), ",")
 	for _, c := range hostileCases(t) {
 		t.Run(c.name, func(t *testing.T) {
+			// Side by side: none of them may write, and each checks that the
+			// shared database and namespace stay empty.
+			t.Parallel()
 			ref := "oci:" + craft(t, src, good, recipient, c) + ":latest"
 			for _, dry := range []string{"", "--dry-run=client"} {
 				parent := t.TempDir()

@@ -235,8 +235,11 @@ func TestHostileSQL_RefusedEverywhere(t *testing.T) {
 		refs[i] = fmt.Sprintf("oci:%s:hostile-%d", layout, i)
 		makeBundle(t, refs[i], bundleRegistryNone, recipient, bundle.CreateOptions{Database: editedDump{stream.Bytes(), sum, tc.edit}})
 	}
+	// Each case has its own database and directories; the commands are
+	// CPU-bound (each parses the dump's SQL), so the cases run side by side.
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			db := emptyDatabase(t)
 			extractDir := filepath.Join(t.TempDir(), "extracted")
 			refused(t, tc, "bundle", "verify", refs[i], "--identity", identity)
@@ -258,6 +261,7 @@ func TestHostileSQL_RefusedEverywhere(t *testing.T) {
 		kubeconfig := k.KubeconfigFor(t, harness.AdminUser, ns)
 		for i, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
 				db := emptyDatabase(t)
 				refused(t, tc, "restore", refs[i], "--identity", identity, "--db", db.URL,
 					"--skip-files", "--skip-resources", "--kubeconfig", kubeconfig, "-n", ns)
