@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"filippo.io/age"
-	"github.com/jackc/pgx/v5"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/sign"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/resources"
@@ -186,7 +186,7 @@ func (o *Options) fingerprint(recreate bool) string {
 	type dbID struct{ Host, Port, Name string }
 	var db *dbID
 	if o.TargetDB != "" {
-		if cfg, err := pgx.ParseConfig(o.TargetDB); err == nil {
+		if cfg, err := pg.ParseConnString(o.TargetDB); err == nil {
 			db = &dbID{cfg.Host, fmt.Sprint(cfg.Port), cfg.Database}
 		}
 	}

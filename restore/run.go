@@ -10,7 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
@@ -405,7 +404,7 @@ func (r *runner) checkResources(ctx context.Context, plan *resources.Plan) error
 }
 
 func (r *runner) checkDatabase(ctx context.Context) error {
-	cfg, err := pgx.ParseConfig(r.o.TargetDB)
+	cfg, err := pg.ParseConnString(r.o.TargetDB)
 	if err != nil {
 		return &OptionsError{Err: fmt.Errorf("target database: %w", err)}
 	}

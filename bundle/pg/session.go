@@ -35,7 +35,7 @@ var sessionSettings = [][2]string{
 // carry the password: pgx redacts it from parse errors and connect errors name
 // only host, user and database.
 func connect(ctx context.Context, connString, what string) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(connString)
+	cfg, err := ParseConnString(connString)
 	if err != nil {
 		return nil, fmt.Errorf("%s database: %w", what, err)
 	}
@@ -65,4 +65,11 @@ func serverVersion(ctx context.Context, conn *pgx.Conn) (string, int, error) {
 		return "", 0, fmt.Errorf("read server version: %w", err)
 	}
 	return v, n, nil
+}
+
+// ParseConnString parses a connection string (URL or key=value, with the
+// PG* environment variables filling in what it leaves out) as every
+// connection this project opens does. Its errors never carry the password.
+func ParseConnString(connString string) (*pgx.ConnConfig, error) {
+	return pgx.ParseConfig(connString)
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 )
 
 func TestConnStringFromEnv(t *testing.T) {
@@ -18,7 +18,7 @@ func TestConnStringFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pgx.ParseConfig(cs)
+	cfg, err := pg.ParseConnString(cs)
 	if err != nil {
 		t.Fatalf("pgx cannot parse %q: %v", Redact(cs), err)
 	}

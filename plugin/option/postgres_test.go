@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 )
 
 func TestRedact(t *testing.T) {
@@ -79,7 +79,7 @@ func TestConnString(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := pgx.ParseConfig(cs)
+			cfg, err := pg.ParseConnString(cs)
 			if err != nil {
 				t.Fatalf("pgx cannot parse %q: %v", Redact(cs), err)
 			}
@@ -89,7 +89,7 @@ func TestConnString(t *testing.T) {
 					t.Errorf("%s = %q, want %q", k, got[k], v)
 				}
 			}
-			red, err := pgx.ParseConfig(Redact(cs))
+			red, err := pg.ParseConnString(Redact(cs))
 			if err != nil || red.Password != "xxxxx" || red.User != cfg.User || red.Host != cfg.Host {
 				t.Errorf("Redact(%q) is not the same connection with the password replaced (%v)", Redact(cs), err)
 			}
