@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 // The operator's local-auth Secret (agentserviceconfig_controller.go
@@ -157,10 +158,16 @@ func EnsureLocalAuthSecret(ctx context.Context, c kubernetes.Interface, ns strin
 // error: the operator keeps it as it is and no token could validate.
 func EnsureLocalAuthSecretWith(ctx context.Context, c kubernetes.Interface, ns string, carried *KeyPair) (*KeyPair, string, error) {
 	secrets := c.CoreV1().Secrets(ns)
-	for attempt := 0; attempt < 3; attempt++ {
+	var (
+		out  *KeyPair
+		from string
+	)
+	// Someone (the operator) may write it meanwhile: then read theirs.
+	racing := func(err error) bool { return apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) }
+	err := retry.OnError(retry.DefaultRetry, racing, func() error {
 		cur, err := secrets.Get(ctx, LocalAuthSecretName, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, "", fmt.Errorf("read secret %s/%s: %w", ns, LocalAuthSecretName, err)
+			return fmt.Errorf("read secret %s/%s: %w", ns, LocalAuthSecretName, err)
 		}
 		exists := err == nil
 		if exists {
@@ -170,27 +177,28 @@ func EnsureLocalAuthSecretWith(ctx context.Context, c kubernetes.Interface, ns s
 			case hasPriv && hasPub:
 				k, err := ParseKeyPair(priv, pub)
 				if err != nil {
-					return nil, "", fmt.Errorf("secret %s/%s: %w", ns, LocalAuthSecretName, err)
+					return fmt.Errorf("secret %s/%s: %w", ns, LocalAuthSecretName, err)
 				}
+				out, from = k, KeyFromCluster
 				if k.Equal(carried) {
-					return k, KeyNodeZeroMatch, nil
+					from = KeyNodeZeroMatch
 				}
-				return k, KeyFromCluster, nil
+				return nil
 			case hasPriv || hasPub:
-				return nil, "", fmt.Errorf("secret %s/%s holds only one of %s and %s: the operator would keep it and tokens would not validate; delete it or add the other key",
+				return fmt.Errorf("secret %s/%s holds only one of %s and %s: the operator would keep it and tokens would not validate; delete it or add the other key",
 					ns, LocalAuthSecretName, KeyECPrivate, KeyECPublic)
 			}
 		}
-		k, from := carried, KeyFromNodeZero
+		k, kfrom := carried, KeyFromNodeZero
 		if k == nil {
 			if k, err = GenerateKeyPair(); err != nil {
-				return nil, "", err
+				return err
 			}
-			from = KeyGenerated
+			kfrom = KeyGenerated
 		}
 		privPEM, pubPEM, err := k.PEM()
 		if err != nil {
-			return nil, "", err
+			return err
 		}
 		if !exists {
 			s := &corev1.Secret{
@@ -207,13 +215,20 @@ func EnsureLocalAuthSecretWith(ctx context.Context, c kubernetes.Interface, ns s
 			upd.Data[KeyECPrivate], upd.Data[KeyECPublic] = privPEM, pubPEM
 			_, err = secrets.Update(ctx, upd, metav1.UpdateOptions{})
 		}
-		if err == nil {
-			return k, from, nil
+		switch {
+		case err == nil:
+			out, from = k, kfrom
+			return nil
+		case racing(err):
+			return err // retried: read what the other writer wrote
 		}
-		if !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
-			return nil, "", fmt.Errorf("write secret %s/%s: %w", ns, LocalAuthSecretName, err)
-		}
-		// Someone (the operator) wrote it meanwhile: read theirs.
+		return fmt.Errorf("write secret %s/%s: %w", ns, LocalAuthSecretName, err)
+	})
+	switch {
+	case err == nil:
+		return out, from, nil
+	case racing(err):
+		return nil, "", fmt.Errorf("secret %s/%s keeps changing under the restore", ns, LocalAuthSecretName)
 	}
-	return nil, "", fmt.Errorf("secret %s/%s keeps changing under the restore", ns, LocalAuthSecretName)
+	return nil, "", err
 }
