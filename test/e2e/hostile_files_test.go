@@ -346,6 +346,9 @@ func hostileSource(t *testing.T, recipient string) (layout, digest string) {
 // verify` and `bundle extract`, with its exit code and message, and checks
 // that extract leaves nothing beside its --dir nor anywhere the entries aim.
 func TestHostileFiles_VerifyAndExtract(t *testing.T) {
+	// Long and self-contained (its own databases, directories, namespace):
+	// it runs beside the other long ones once the sequential tests are done.
+	t.Parallel()
 	p := harness.NewPlugin(t)
 	identity, recipient := ageKey(t)
 	src, good := hostileSource(t, recipient)
@@ -393,6 +396,9 @@ func noEscapes(t *testing.T, parent string) {
 // a real kube-apiserver: the exit code and message of verify, and nothing in
 // the database, the data directory (not even created) or the namespace.
 func TestHostileFiles_Restore(t *testing.T) {
+	// Long and self-contained (its own databases, directories, namespace):
+	// it runs beside the other long ones once the sequential tests are done.
+	t.Parallel()
 	k := harness.SharedKube(t)
 	p := harness.NewPlugin(t)
 	identity, recipient := ageKey(t)
@@ -448,6 +454,9 @@ func TestHostileFiles_Restore(t *testing.T) {
 // takes. `restore --replace` refuses them before any write: the old rows,
 // the old files and the namespace are as they were.
 func TestHostileFiles_ReplaceKeepsTheOldState(t *testing.T) {
+	// Long and self-contained (its own databases, directories, namespace):
+	// it runs beside the other long ones once the sequential tests are done.
+	t.Parallel()
 	k := harness.SharedKube(t)
 	p := harness.NewPlugin(t)
 	identity, recipient := ageKey(t)

@@ -152,6 +152,9 @@ func addColumn(col string) func(pre, post *[]ddlEntry) {
 // exactly as it was: no role, table, function, trigger or extension, and the
 // marker file that COPY TO PROGRAM or ALTER SYSTEM would create is absent.
 func TestHostileSQL_RefusedEverywhere(t *testing.T) {
+	// Long and self-contained (its own databases, directories, namespace):
+	// it runs beside the other long ones once the sequential tests are done.
+	t.Parallel()
 	ctx := context.Background()
 	p := harness.NewPlugin(t)
 	identity, recipient := ageKey(t)

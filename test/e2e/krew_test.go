@@ -114,6 +114,9 @@ func readManifest(t *testing.T, path string) krewManifest {
 // TestDist builds once and checks that build from every side; the last
 // subtest builds again and compares the two byte for byte.
 func TestDist(t *testing.T) {
+	// Long and self-contained (its own databases, directories, namespace):
+	// it runs beside the other long ones once the sequential tests are done.
+	t.Parallel()
 	krew := harness.RequireTool(t, "krew")
 	validator := harness.RequireTool(t, "validate-krew-manifest")
 	kubectl, err := exec.LookPath("kubectl")

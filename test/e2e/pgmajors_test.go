@@ -88,6 +88,9 @@ type pgMajorSource struct {
 // refused before any write with exit code 26. Each major's server starts once;
 // the pairs run in parallel.
 func TestPostgresMajors(t *testing.T) {
+	// Long and self-contained (its own databases, directories, namespace):
+	// it runs beside the other long ones once the sequential tests are done.
+	t.Parallel()
 	k := harness.SharedKube(t)
 	p := harness.NewPlugin(t)
 	identity, recipient := ageKey(t)
