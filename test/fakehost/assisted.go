@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -74,6 +75,11 @@ func StartAssisted(t testing.TB, addr, token string) *Assisted {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			// Only a listener on all addresses takes this port on a fresh
+			// loopback address: another assisted-service, most likely.
+			t.Fatalf("fake assisted-service: listen %s: %v: another process listens on this port on all addresses (see ss -ltnp); the monitor reaches hosts on it, so stop that process", addr, err)
+		}
 		t.Fatalf("fake assisted-service: listen %s: %v", addr, err)
 	}
 	a := &Assisted{
