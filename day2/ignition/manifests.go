@@ -127,12 +127,18 @@ func (b *builder) hosts(in Input) error {
 			b.file(path.Join(HostnamesDir, macs[0]), 0o644, []byte(h.Hostname+"\n"))
 		}
 		if h.NetworkConfig != nil {
+			// As node-joiner: NetworkManager keyfiles generated at build time
+			// plus mac_interface.ini (MAC=name as in nodes-config.yaml), which
+			// pre-network-manager-config.sh uses to find this machine's
+			// directory and rename each profile to the NIC that has the MAC.
 			ndir := path.Join(NetworkDir, hostDir(h, i))
-			y, err := yaml.Marshal(h.NetworkConfig)
+			kfs, err := h.Keyfiles()
 			if err != nil {
 				return fmt.Errorf("networkConfig of %s: %w", h.Label(i), err)
 			}
-			b.file(path.Join(ndir, "nmstate.yaml"), 0o644, y)
+			for _, kf := range kfs {
+				b.file(path.Join(ndir, kf.Name), 0o600, kf.Content)
+			}
 			var mi strings.Builder
 			for _, nic := range h.Interfaces {
 				fmt.Fprintf(&mi, "%s=%s\n", nodesconfig.NormalizeMAC(nic.MACAddress), nic.Name)

@@ -244,14 +244,17 @@ func TestAddNodesCreate_ISOFromReleasePayloadThroughMirror(t *testing.T) {
 	if s := c.mustFile(t, "/etc/assisted/hostnames/00:f4:3d:a0:0e:2c"); s != "extra-worker-1\n" {
 		t.Errorf("hostname file = %q", s)
 	}
-	if s := c.mustFile(t, "/etc/assisted/network/extra-worker-0/nmstate.yaml"); !strings.Contains(s, "192.168.111.30") || !strings.Contains(s, "next-hop-address: 192.168.111.1") {
-		t.Errorf("nmstate = %q", s)
+	// The nmstate is turned into NetworkManager keyfiles at build time.
+	if s := c.mustFile(t, "/etc/assisted/network/extra-worker-0/eth0.nmconnection"); !strings.Contains(s, "interface-name=eth0\n") ||
+		!strings.Contains(s, "address1=192.168.111.30/24\n") || !strings.Contains(s, "dns=192.168.111.1;\n") ||
+		!strings.Contains(s, "route1=0.0.0.0/0,192.168.111.1\n") || !strings.Contains(s, "mac-address=00:F4:3D:A0:0E:2B\n") {
+		t.Errorf("eth0.nmconnection = %q", s)
 	}
 	if s := c.mustFile(t, "/etc/assisted/network/extra-worker-0/mac_interface.ini"); s != "00:f4:3d:a0:0e:2b=eth0\n" {
 		t.Errorf("mac_interface.ini = %q", s)
 	}
-	if _, ok := c.file(t, "/etc/assisted/network/extra-worker-1/nmstate.yaml"); ok {
-		t.Error("DHCP host got an nmstate file")
+	if _, ok := c.file(t, "/etc/assisted/network/extra-worker-1/mac_interface.ini"); ok {
+		t.Error("DHCP host got a static network configuration")
 	}
 	if s := c.mustFile(t, "/etc/assisted/manifests/nmstateconfig.yaml"); !strings.Contains(s, "kind: NMStateConfig") || !strings.Contains(s, "macAddress: 00:f4:3d:a0:0e:2b") {
 		t.Errorf("nmstateconfig.yaml = %q", s)
