@@ -18,6 +18,9 @@ var Units = []string{
 	"set-hostname.service",
 	"pre-network-manager-config.service",
 	"agent-auth-token-status.service",
+	"install-status.service",
+	"iscsistart.service",
+	"iscsiadm.service",
 }
 
 const podIDFile = "%t/assisted-service-pod.pod-id"
@@ -238,6 +241,92 @@ WantedBy=multi-user.target
 	// (installer data/data/agent/files/etc/multipath.conf, multipathd enabled).
 	b.file("/etc/multipath.conf", 0o644, []byte("defaults {\n    user_friendly_names yes\n    find_multipaths yes\n}\n"))
 	b.unit("multipathd.service", "", true)
+	// iSCSI boot (iBFT): log in to the firmware's iSCSI target and keep its
+	// sessions, as the installer's add-nodes ISO does (data/data/agent/systemd/
+	// units/iscsistart.service and iscsiadm.service @de45fedd, enabled by
+	// pkg/asset/agent/image/ignition.go getDefaultEnabledServices). Every
+	// command may fail: a machine without iBFT is left alone.
+	b.unit("iscsistart.service", `[Unit]
+Description=Log in to the iSCSI boot target the firmware names (iBFT), if any
+
+[Service]
+Type=oneshot
+ExecStartPre=-/usr/sbin/modprobe iscsi_ibft
+ExecStartPre=-/usr/sbin/iscsistart -f
+ExecStart=-/usr/sbin/iscsistart -b
+
+[Install]
+WantedBy=multi-user.target
+`, true)
+	b.unit("iscsiadm.service", `[Unit]
+Description=Start iscsid and list the iSCSI sessions
+After=iscsistart.service
+
+[Service]
+Type=oneshot
+ExecStart=-/usr/sbin/iscsiadm -m session -P3
+
+[Install]
+WantedBy=multi-user.target
+`, true)
+	// The console shows which add-nodes services are still waiting and why
+	// apply-host-config cannot proceed, as the installer's install-status.sh
+	// (data/data/agent/files/usr/local/bin/install-status.sh and
+	// systemd/units/install-status.service @de45fedd) does in add-nodes mode.
+	b.file("/usr/local/bin/install-status.sh", 0o755, []byte(`#!/bin/bash
+# Keep the console's issue files up to date: add-nodes services not active
+# yet, and the host-configuration failures apply-host-config reported.
+set -u
+services="assisted-service.service agent-import-cluster.service agent-register-infraenv.service apply-host-config.service agent-add-node.service"
+set_issue() { # name; the text on stdin
+  local f="/etc/issue.d/$1.issue" tmp
+  tmp=$(mktemp)
+  cat >"$tmp"
+  if ! cmp -s "$tmp" "$f"; then
+    mv "$tmp" "$f"
+    agetty --reload 2>/dev/null || true
+  else
+    rm -f "$tmp"
+  fi
+}
+clear_issue() {
+  if [ -e "/etc/issue.d/$1.issue" ]; then
+    rm -f "/etc/issue.d/$1.issue"
+    agetty --reload 2>/dev/null || true
+  fi
+}
+while :; do
+  waiting=""
+  for s in $services; do
+    systemctl is-active --quiet "$s" || waiting+="$s "
+  done
+  if [ -z "$waiting" ]; then
+    clear_issue 70_agent-services
+  else
+    # shellcheck disable=SC2086
+    { printf 'Waiting for services:'; systemctl --no-legend list-units --all $waiting | awk '{printf("\n[%s] %s", $4, $1)}'; echo; } | set_issue 70_agent-services
+  fi
+  if [ -s /run/agent-installer/host-config-failures ]; then
+    { echo "Installation cannot proceed:"; cat /run/agent-installer/host-config-failures; } | set_issue 80_host-config
+  else
+    clear_issue 80_host-config
+  fi
+  sleep 5
+done
+`))
+	b.unit("install-status.service", `[Unit]
+Description=Show the add-nodes services' progress on the console
+Wants=network-online.target assisted-service-pod.service
+After=network-online.target assisted-service-pod.service
+
+[Service]
+ExecStart=/usr/local/bin/install-status.sh
+Type=simple
+Restart=always
+
+[Install]
+WantedBy=multi-user.target
+`, true)
 	// podman builds the pod's infra container locally instead of pulling a
 	// pause image, which a disconnected host could not reach (installer
 	// data/data/agent/files/etc/containers/containers.conf).
