@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sigs.k8s.io/yaml"
 	"sort"
 	"strings"
 	"testing"
@@ -129,4 +130,61 @@ func TestPreNetworkScript_RenamesProfilesByMAC(t *testing.T) {
 			t.Fatal("profiles installed on a machine without the host's MACs")
 		}
 	})
+}
+
+// The rehearsal against the real release-4.19 service showed both: a key the
+// service's regexp rejects fails registerInfraEnv at boot ("SSH key is not
+// valid"), a CA that does not parse fails the import ("unable to parse
+// certificate"). Both are refused at build time instead.
+func TestRenderRefusesWhatTheServiceRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Input)
+		want   string
+	}{
+		{"fake cluster key", func(in *Input) {
+			in.Cluster.SSHKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyFromCluster core@cluster"
+		},
+			"the cluster's SSH key (MachineConfig 99-worker-ssh) is not accepted by the host's assisted-service"},
+		{"security-key type", func(in *Input) {
+			in.Nodes.SSHKey = "sk-ssh-ed25519@openssh.com AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29tAAAAIHr2nFs7e4RkFHcBXt+ZfyqqS/3RlLTjHyk5qPpvHX8vAAAABHNzaDo= u@h"
+		}, "sshKey of nodes-config.yaml is not accepted by the host's assisted-service (it takes ssh-rsa, ssh-ed25519, ecdsa-sha2-nistp256/384/521 or ssh-dss keys)"},
+		{"user CA bundle not a certificate", func(in *Input) {
+			in.Cluster.UserCABundle = "-----BEGIN CERTIFICATE-----\nMIIBmirrorca\n-----END CERTIFICATE-----\n"
+		},
+			"the cluster's user CA bundle (ConfigMap openshift-config/user-ca-bundle) holds a certificate that does not parse"},
+		{"CA not PEM", func(in *Input) {
+			in.Cluster.IgnitionEndpoint.CACertificate = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+		},
+			`the Machine Config Server CA read from the cluster holds no PEM certificate: the host's cluster import would fail (assisted-service answers "unable to parse certificate")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := testInput(t, "4.19.7")
+			tc.mutate(&in)
+			if _, err := Marshal(in); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Text around the certificates of the user CA bundle (which the service's
+// ValidatePEMCertificateBundle rejects) is dropped from the infra-env's
+// additionalTrustBundle; the certificates are kept.
+func TestUserCABundleKeepsOnlyCertificates(t *testing.T) {
+	in := testInput(t, "4.19.7")
+	in.Cluster.UserCABundle = "# corporate CA\n" + testUserCA + "\n\n" + testCAPEM + "\n"
+	fs := files(t, render(t, in))
+	ie := fs[ManifestsDir+"/infraenv.yaml"]
+	var obj struct {
+		Spec struct {
+			AdditionalTrustBundle string `json:"additionalTrustBundle"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(ie), &obj); err != nil {
+		t.Fatal(err)
+	}
+	if obj.Spec.AdditionalTrustBundle != testUserCA+testCAPEM {
+		t.Fatalf("additionalTrustBundle = %q\nwant the two certificates only", obj.Spec.AdditionalTrustBundle)
+	}
 }
