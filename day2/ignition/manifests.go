@@ -1,6 +1,8 @@
 package ignition
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"path"
 	"sort"
@@ -47,7 +49,11 @@ func (b *builder) manifests(in Input, sshKey string) error {
 		spec["proxy"] = map[string]any{"httpProxy": p.HTTPProxy, "httpsProxy": p.HTTPSProxy, "noProxy": p.NoProxy}
 	}
 	if c.UserCABundle != "" {
-		spec["additionalTrustBundle"] = c.UserCABundle
+		bundle, err := certBundle(c.UserCABundle)
+		if err != nil {
+			return fmt.Errorf("the cluster's user CA bundle (ConfigMap openshift-config/user-ca-bundle) %v: the host's infra-env registration would fail; fix the ConfigMap", err)
+		}
+		spec["additionalTrustBundle"] = bundle
 	}
 	objs = append(objs, struct {
 		file string
@@ -127,12 +133,18 @@ func (b *builder) hosts(in Input) error {
 			b.file(path.Join(HostnamesDir, macs[0]), 0o644, []byte(h.Hostname+"\n"))
 		}
 		if h.NetworkConfig != nil {
+			// As node-joiner: NetworkManager keyfiles generated at build time
+			// plus mac_interface.ini (MAC=name as in nodes-config.yaml), which
+			// pre-network-manager-config.sh uses to find this machine's
+			// directory and rename each profile to the NIC that has the MAC.
 			ndir := path.Join(NetworkDir, hostDir(h, i))
-			y, err := yaml.Marshal(h.NetworkConfig)
+			kfs, err := h.Keyfiles()
 			if err != nil {
 				return fmt.Errorf("networkConfig of %s: %w", h.Label(i), err)
 			}
-			b.file(path.Join(ndir, "nmstate.yaml"), 0o644, y)
+			for _, kf := range kfs {
+				b.file(path.Join(ndir, kf.Name), 0o600, kf.Content)
+			}
 			var mi strings.Builder
 			for _, nic := range h.Interfaces {
 				fmt.Fprintf(&mi, "%s=%s\n", nodesconfig.NormalizeMAC(nic.MACAddress), nic.Name)
@@ -186,4 +198,33 @@ func RegistriesConf(sources []clusterinfo.ImageDigestSource) string {
 		}
 	}
 	return s.String()
+}
+
+// certBundle re-encodes a PEM bundle as its certificates only, one after the
+// other: the on-host service accepts an additionalTrustBundle only when every
+// PEM block is a certificate and nothing follows the last one (assisted-service
+// release-4.17..4.20 internal/cluster/validations/validations.go,
+// ValidatePEMCertificateBundle), so text around the blocks (comments, blank
+// lines) is dropped here and a block that is not a certificate is an error.
+func certBundle(s string) (string, error) {
+	var out []byte
+	rest := []byte(s)
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return "", fmt.Errorf("holds a %q PEM block, not only certificates", block.Type)
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return "", fmt.Errorf("holds a certificate that does not parse (%v)", err)
+		}
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: block.Bytes})...)
+	}
+	if len(out) == 0 {
+		return "", fmt.Errorf("holds no PEM certificate")
+	}
+	return string(out), nil
 }

@@ -6,10 +6,14 @@
 package ignition
 
 import (
+	"crypto/x509"
+	"regexp"
+
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/crypto/ssh"
 	"net/url"
 	"path"
 	"sort"
@@ -94,6 +98,14 @@ func Render(in Input) (*types.Config, error) {
 	if sshKey == "" {
 		sshKey = strings.TrimSpace(in.Cluster.SSHKey)
 	}
+	if err := serviceAcceptsSSHKey(sshKey, in.Nodes.SSHKey != ""); err != nil {
+		return nil, err
+	}
+	if ep := in.Cluster.IgnitionEndpoint; ep != nil && ep.CACertificate != "" {
+		if !x509.NewCertPool().AppendCertsFromPEM([]byte(ep.CACertificate)) {
+			return nil, errors.New("the Machine Config Server CA read from the cluster holds no PEM certificate: the host's cluster import would fail (assisted-service answers \"unable to parse certificate\"); check the cluster's machine-config-server CA")
+		}
+	}
 	cfg := &types.Config{Ignition: types.Ignition{Version: Version}}
 	if sshKey != "" {
 		cfg.Passwd.Users = []types.PasswdUser{{Name: "core", SSHAuthorizedKeys: []types.SSHAuthorizedKey{types.SSHAuthorizedKey(sshKey)}}}
@@ -113,6 +125,31 @@ func Render(in Input) (*types.Config, error) {
 	cfg.Storage.Files = b.files
 	cfg.Systemd.Units = b.unitList
 	return cfg, nil
+}
+
+// serviceSSHKeyRE is the key types the on-host assisted-service accepts for
+// the infra-env's sshAuthorizedKey (assisted-service release-4.17..4.20
+// internal/cluster/validations/validations.go, sshPublicKeyRegex and
+// ValidateSSHPublicKey: every line must match and parse); anything else makes
+// registerInfraEnv fail at boot with "SSH key is not valid".
+var serviceSSHKeyRE = regexp.MustCompile(`^(ssh-rsa AAAAB3NzaC1yc2|ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNT|ecdsa-sha2-nistp384 AAAAE2VjZHNhLXNoYTItbmlzdHAzODQAAAAIbmlzdHAzOD|ecdsa-sha2-nistp521 AAAAE2VjZHNhLXNoYTItbmlzdHA1MjEAAAAIbmlzdHA1Mj|ssh-ed25519 AAAAC3NzaC1lZDI1NTE5|ssh-dss AAAAB3NzaC1kc3)[0-9A-Za-z+/]+[=]{0,3}( .*)?$`)
+
+func serviceAcceptsSSHKey(key string, fromNodesConfig bool) error {
+	if key == "" {
+		return nil
+	}
+	src := `the cluster's SSH key (MachineConfig 99-worker-ssh)`
+	if fromNodesConfig {
+		src = "sshKey of nodes-config.yaml"
+	}
+	for _, line := range strings.Split(key, "\n") {
+		line = strings.TrimSpace(line)
+		_, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line))
+		if !serviceSSHKeyRE.MatchString(line) || err != nil {
+			return fmt.Errorf("%s is not accepted by the host's assisted-service (it takes ssh-rsa, ssh-ed25519, ecdsa-sha2-nistp256/384/521 or ssh-dss keys), so the host could not register: set sshKey in nodes-config.yaml to such a key", src)
+		}
+	}
+	return nil
 }
 
 // Marshal renders and encodes the config as JSON.

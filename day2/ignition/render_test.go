@@ -30,7 +30,9 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 const (
 	testInfraEnvID = "5b7e1c3a-0d2f-4e8b-9a61-7c2d4e6f8a90"
-	testCAPEM      = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+	testUserCA     = "-----BEGIN CERTIFICATE-----\nMIIBpjCCAU2gAwIBAgIUQDx0V8/C14pdpggl3MiG93c2gBMwCgYIKoZIzj0EAwIw\nKDEmMCQGA1UEAwwda3ViZWN0bC1hc3Npc3RlZC10ZXN0LXVzZXItY2EwIBcNMjYx\nMjAyMDIxOTU1WhgPMjEyNjExMDgwMjE5NTVaMCgxJjAkBgNVBAMMHWt1YmVjdGwt\nYXNzaXN0ZWQtdGVzdC11c2VyLWNhMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\nuiqIfb64W4gVhgYmCQcpIsiBN5+jQCW9mxDlvSmAQH3iOX86spW49gORwFwWxuoF\nNUliwfi0cAHNb5xXkDPn4aNTMFEwHQYDVR0OBBYEFKze7D67K1Gw5LBb1GzSh3jZ\n4HiCMB8GA1UdIwQYMBaAFKze7D67K1Gw5LBb1GzSh3jZ4HiCMA8GA1UdEwEB/wQF\nMAMBAf8wCgYIKoZIzj0EAwIDRwAwRAIgbcw7fHlTPKIFRvJkx/seZp/F58f91KiJ\nM2Ei9YvzVG4CIExE3WpGnG6b7Hr0rjA5U5rFOHFqfYh/prvo05Run2Ab\n-----END CERTIFICATE-----\n"
+	// A real self-signed P-256 certificate: the on-host service parses it.
+	testCAPEM = "-----BEGIN CERTIFICATE-----\nMIIBpTCCAUugAwIBAgIUI4y9m1h6tDYLgfJoJlDTm/OXBjwwCgYIKoZIzj0EAwIw\nJzElMCMGA1UEAwwca3ViZWN0bC1hc3Npc3RlZC10ZXN0LW1jcy1jYTAgFw0yNjEy\nMDIwMjE5NTVaGA8yMTI2MTEwODAyMTk1NVowJzElMCMGA1UEAwwca3ViZWN0bC1h\nc3Npc3RlZC10ZXN0LW1jcy1jYTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABAds\nKUIYKCysQGg0vYJ+wF+PffBlLF/wkiB2CkM145q5renKqeUAk51CxynwJrwnt9gU\no4tl6vZjRGsUzZecFeWjUzBRMB0GA1UdDgQWBBTjgCV9wxZAXkRvJ92/mDeo1TaX\nvDAfBgNVHSMEGDAWgBTjgCV9wxZAXkRvJ92/mDeo1TaXvDAPBgNVHRMBAf8EBTAD\nAQH/MAoGCCqGSM49BAMCA0gAMEUCIExIDcwFtAkVu4DdQhQPr8yKPFA/8xVtIPSe\n/F8ae47iAiEA7VVsZIxTPhvH1/cvVxymG0AwTCwsjJrzZ+dRYIc9xBk=\n-----END CERTIFICATE-----\n"
 )
 
 var testNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -52,12 +54,12 @@ func testInput(t *testing.T, version string) Input {
 			APIDNSName: "api.ostest.example.com", Version: version, Platform: "baremetal", Architecture: "x86_64",
 			ReleaseImage: "quay.io/openshift-release-dev/ocp-release@sha256:" + strings.Repeat("a", 64),
 			PullSecret:   `{"auths":{"quay.io":{"auth":"dXNlcjpwYXNz"}}}`,
-			UserCABundle: "-----BEGIN CERTIFICATE-----\nMIIBmirrorca\n-----END CERTIFICATE-----\n",
+			UserCABundle: testUserCA,
 			ImageDigestSources: []clusterinfo.ImageDigestSource{{Source: "quay.io/openshift-release-dev/ocp-release",
 				Mirrors: []string{"mirror.example.com:5000/ocp/release"}}},
 			OSImage:          &clusterinfo.OSImage{Location: "https://example.com/rhcos-live.x86_64.iso", Release: "418.94.202501221327-0"},
 			IgnitionEndpoint: &clusterinfo.IgnitionEndpoint{URL: "https://api-int.ostest.example.com:22623/config/worker", CACertificate: testCAPEM},
-			SSHKey:           "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyFromCluster core@cluster",
+			SSHKey:           "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINv7Ht9SxKXmZUEWuEHtjSV3AOltssPYDNqyxEbrJIoQ core@cluster",
 			ChronyConf:       "server 192.0.2.1 iburst\n",
 		},
 		Nodes: &nodesconfig.Config{Hosts: []nodesconfig.Host{{

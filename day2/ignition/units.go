@@ -18,6 +18,9 @@ var Units = []string{
 	"set-hostname.service",
 	"pre-network-manager-config.service",
 	"agent-auth-token-status.service",
+	"install-status.service",
+	"iscsistart.service",
+	"iscsiadm.service",
 }
 
 const podIDFile = "%t/assisted-service-pod.pod-id"
@@ -238,6 +241,92 @@ WantedBy=multi-user.target
 	// (installer data/data/agent/files/etc/multipath.conf, multipathd enabled).
 	b.file("/etc/multipath.conf", 0o644, []byte("defaults {\n    user_friendly_names yes\n    find_multipaths yes\n}\n"))
 	b.unit("multipathd.service", "", true)
+	// iSCSI boot (iBFT): log in to the firmware's iSCSI target and keep its
+	// sessions, as the installer's add-nodes ISO does (data/data/agent/systemd/
+	// units/iscsistart.service and iscsiadm.service @de45fedd, enabled by
+	// pkg/asset/agent/image/ignition.go getDefaultEnabledServices). Every
+	// command may fail: a machine without iBFT is left alone.
+	b.unit("iscsistart.service", `[Unit]
+Description=Log in to the iSCSI boot target the firmware names (iBFT), if any
+
+[Service]
+Type=oneshot
+ExecStartPre=-/usr/sbin/modprobe iscsi_ibft
+ExecStartPre=-/usr/sbin/iscsistart -f
+ExecStart=-/usr/sbin/iscsistart -b
+
+[Install]
+WantedBy=multi-user.target
+`, true)
+	b.unit("iscsiadm.service", `[Unit]
+Description=Start iscsid and list the iSCSI sessions
+After=iscsistart.service
+
+[Service]
+Type=oneshot
+ExecStart=-/usr/sbin/iscsiadm -m session -P3
+
+[Install]
+WantedBy=multi-user.target
+`, true)
+	// The console shows which add-nodes services are still waiting and why
+	// apply-host-config cannot proceed, as the installer's install-status.sh
+	// (data/data/agent/files/usr/local/bin/install-status.sh and
+	// systemd/units/install-status.service @de45fedd) does in add-nodes mode.
+	b.file("/usr/local/bin/install-status.sh", 0o755, []byte(`#!/bin/bash
+# Keep the console's issue files up to date: add-nodes services not active
+# yet, and the host-configuration failures apply-host-config reported.
+set -u
+services="assisted-service.service agent-import-cluster.service agent-register-infraenv.service apply-host-config.service agent-add-node.service"
+set_issue() { # name; the text on stdin
+  local f="/etc/issue.d/$1.issue" tmp
+  tmp=$(mktemp)
+  cat >"$tmp"
+  if ! cmp -s "$tmp" "$f"; then
+    mv "$tmp" "$f"
+    agetty --reload 2>/dev/null || true
+  else
+    rm -f "$tmp"
+  fi
+}
+clear_issue() {
+  if [ -e "/etc/issue.d/$1.issue" ]; then
+    rm -f "/etc/issue.d/$1.issue"
+    agetty --reload 2>/dev/null || true
+  fi
+}
+while :; do
+  waiting=""
+  for s in $services; do
+    systemctl is-active --quiet "$s" || waiting+="$s "
+  done
+  if [ -z "$waiting" ]; then
+    clear_issue 70_agent-services
+  else
+    # shellcheck disable=SC2086
+    { printf 'Waiting for services:'; systemctl --no-legend list-units --all $waiting | awk '{printf("\n[%s] %s", $4, $1)}'; echo; } | set_issue 70_agent-services
+  fi
+  if [ -s /run/agent-installer/host-config-failures ]; then
+    { echo "Installation cannot proceed:"; cat /run/agent-installer/host-config-failures; } | set_issue 80_host-config
+  else
+    clear_issue 80_host-config
+  fi
+  sleep 5
+done
+`))
+	b.unit("install-status.service", `[Unit]
+Description=Show the add-nodes services' progress on the console
+Wants=network-online.target assisted-service-pod.service
+After=network-online.target assisted-service-pod.service
+
+[Service]
+ExecStart=/usr/local/bin/install-status.sh
+Type=simple
+Restart=always
+
+[Install]
+WantedBy=multi-user.target
+`, true)
 	// podman builds the pod's infra container locally instead of pulling a
 	// pause image, which a disconnected host could not reach (installer
 	// data/data/agent/files/etc/containers/containers.conf).
@@ -338,23 +427,63 @@ done
 echo "no hostname configured for this machine's MACs; keeping the DHCP/reverse-DNS name" >&2
 `))
 	b.file("/usr/local/bin/pre-network-manager-config.sh", 0o755, []byte(`#!/bin/bash
-# Find the host whose MACs this machine has and turn its nmstate into
-# NetworkManager keyfiles (nmstatectl gc), before NetworkManager starts.
+# Before NetworkManager starts: find the host directory whose mac_interface.ini
+# names a MAC of this machine and install its NetworkManager keyfiles (made at
+# build time from nodes-config.yaml's nmstate), each renamed from the
+# interface name in nodes-config.yaml to the NIC that has its MAC here.
+# ROOT_PREFIX is for tests only.
 set -eu
 shopt -s nullglob
-for dir in `+NetworkDir+`/*/; do
+root="${ROOT_PREFIX:-}"
+declare -A nic_by_mac
+for nic in "$root"/sys/class/net/*; do
+  mac=$(tr '[:upper:]' '[:lower:]' <"$nic/address" 2>/dev/null) || continue
+  [ -n "$mac" ] && nic_by_mac[$mac]=${nic##*/}
+done
+out="$root/etc/NetworkManager/system-connections"
+for dir in "$root`+NetworkDir+`"/*/; do
+  [ -f "$dir/mac_interface.ini" ] || continue
+  found=""
   while IFS='=' read -r mac name; do
-    for nic in /sys/class/net/*; do
-      if [ "$(cat "$nic/address" 2>/dev/null)" = "$mac" ]; then
-        out=/etc/NetworkManager/system-connections
-        mkdir -p "$out"
-        cd "$out"
-        nmstatectl gc --output-dir "$out" "$dir/nmstate.yaml" 2>/dev/null || nmstatectl gc "$dir/nmstate.yaml" >/dev/null
-        chmod 600 "$out"/*.nmconnection 2>/dev/null || true
-        exit 0
+    if [ -n "${nic_by_mac[$mac]:-}" ]; then found=1; fi
+  done <"$dir/mac_interface.ini"
+  [ -n "$found" ] || continue
+  echo "static network configuration: using $dir" >&2
+  # logical name -> placeholder -> NIC name, so swapped names cannot collide.
+  to_ph=() to_nic=() names=() nics=()
+  i=0
+  while IFS='=' read -r mac name; do
+    real="${nic_by_mac[$mac]:-}"
+    if [ -z "$real" ]; then
+      echo "warning: no NIC with MAC $mac (interface $name in nodes-config.yaml) on this machine" >&2
+      continue
+    fi
+    re=${name//./\\.}
+    to_ph+=(-e "s/=${re}\$/=@@nic${i}@@/" -e "s/=${re}\\./=@@nic${i}@@./")
+    to_nic+=(-e "s/@@nic${i}@@/${real}/")
+    names+=("$name") nics+=("$real")
+    echo "interface $name is $real (MAC $mac)" >&2
+    i=$((i + 1))
+  done <"$dir/mac_interface.ini"
+  mkdir -p "$out"
+  for f in "$dir"/*.nmconnection; do
+    base=${f##*/}
+    stem=${base%.nmconnection}
+    for k in "${!names[@]}"; do
+      if [ "$stem" = "${names[$k]}" ] || [ "${stem#"${names[$k]}".}" != "$stem" ]; then
+        stem=${nics[$k]}${stem#"${names[$k]}"}
+        break
       fi
     done
-  done <"$dir/mac_interface.ini"
+    if [ ${#to_ph[@]} -gt 0 ]; then
+      sed "${to_ph[@]}" "$f" | sed "${to_nic[@]}" >"$out/$stem.nmconnection"
+    else
+      cp "$f" "$out/$stem.nmconnection"
+    fi
+    chmod 600 "$out/$stem.nmconnection"
+    echo "installed $out/$stem.nmconnection" >&2
+  done
+  exit 0
 done
 echo "no static network configuration for this machine's MACs; using DHCP" >&2
 `))

@@ -381,3 +381,63 @@ func TestReadCPIO_TruncatedAndOversized(t *testing.T) {
 		t.Fatalf("oversized: err = %v", err)
 	}
 }
+
+// TestWritePXE_S390xAddrsizeAndGenericIns: s390x PXE also writes
+// <prefix>.s390x-initrd.addrsize (the ISO's load address, then the size of the
+// written initrd, big-endian) and <prefix>.s390x-generic.ins naming the
+// written files, as the installer's add-nodes PXE does; on the synthetic
+// layout and on coreos-installer's real s390x fixture.
+func TestWritePXE_S390xAddrsizeAndGenericIns(t *testing.T) {
+	isos := map[string]string{"synthetic": synthetic(t, isofixture.S390xCdbootKargs).Path}
+	if p, ok := sharedFixtures(t, t.TempDir())["embed-areas-2023-07.s390x.iso"]; ok {
+		isos["embed-areas-2023-07.s390x.iso"] = p
+	}
+	for name, p := range isos {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			res, err := WritePXE(p, PXEOptions{Dir: dir, Prefix: "node", Arch: "s390x", Checksum: true,
+				Customization: Customization{Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			for _, a := range res.Artifacts {
+				kinds = append(kinds, a.Kind+"="+filepath.Base(a.Path))
+			}
+			want := "kernel=node.s390x-vmlinuz initrd=node.s390x-initrd.img rootfs=node.s390x-rootfs.img initrd-addrsize=node.s390x-initrd.addrsize generic-ins=node.s390x-generic.ins"
+			if got := strings.Join(kinds, " "); got != want {
+				t.Fatalf("artifacts:\n%s\nwant\n%s", got, want)
+			}
+			st, err := os.Stat(filepath.Join(dir, "node.s390x-initrd.img"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			as, _ := os.ReadFile(filepath.Join(dir, "node.s390x-initrd.addrsize"))
+			if len(as) != 16 || !bytes.Equal(as[:8], []byte{0, 0, 0, 0, 2, 0, 0, 0}) {
+				t.Fatalf("addrsize = %x, want load address 0x02000000 first", as)
+			}
+			var size uint64
+			for _, b := range as[8:] {
+				size = size<<8 | uint64(b)
+			}
+			if size != uint64(st.Size()) || size == 0 {
+				t.Fatalf("addrsize size %d, written initrd has %d bytes", size, st.Size())
+			}
+			ins, _ := os.ReadFile(filepath.Join(dir, "node.s390x-generic.ins"))
+			wantIns := "* minimal lpar ins file\nimages/node.s390x-vmlinuz 0x00000000\nimages/node.s390x-initrd.img 0x02000000\nimages/genericdvd.prm 0x00010480\nimages/node.s390x-initrd.addrsize 0x00010408\n"
+			if string(ins) != wantIns {
+				t.Fatalf("generic.ins:\n%s\nwant\n%s", ins, wantIns)
+			}
+		})
+	}
+	// An s390x ISO without the LPAR files: a clear error, nothing left behind.
+	dir := t.TempDir()
+	_, err := WritePXE(synthetic(t, isofixture.IgnInfoKargsJSONPadEnd).Path, PXEOptions{Dir: dir, Prefix: "node", Arch: "s390x",
+		Customization: Customization{Ignition: []byte(`{}`)}})
+	if err == nil || !strings.Contains(err.Error(), "s390x PXE: the ISO has no /images/initrd.addrsize") {
+		t.Fatalf("err = %v", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("%d files left after the failure", len(left))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"hash"
@@ -128,6 +129,21 @@ func WritePXE(isoPath string, o PXEOptions) (*PXEResult, error) {
 		written = append(written, s.path)
 		res.Artifacts = append(res.Artifacts, *a)
 	}
+	if o.Arch == "s390x" {
+		initrdSize := res.Artifacts[1].Size
+		extra, err := s390xArtifacts(im, initrdSize, o.Prefix, o.Arch)
+		if err != nil {
+			return fail(err)
+		}
+		for _, x := range extra {
+			a, err := writeArtifact(x.kind, name(x.suffix), bytes.NewReader(x.data), o.Checksum)
+			if err != nil {
+				return fail(err)
+			}
+			written = append(written, a.Path)
+			res.Artifacts = append(res.Artifacts, *a)
+		}
+	}
 	if o.BaseURL != "" {
 		base := strings.TrimRight(o.BaseURL, "/")
 		file := func(suffix string) string { return fmt.Sprintf("%s/%s.%s%s", base, o.Prefix, o.Arch, suffix) }
@@ -140,6 +156,45 @@ func WritePXE(isoPath string, o PXEOptions) (*PXEResult, error) {
 		res.Artifacts = append(res.Artifacts, *a)
 	}
 	return res, nil
+}
+
+type extraArtifact struct {
+	kind, suffix string
+	data         []byte
+}
+
+// s390xArtifacts are what an LPAR or z/VM boot needs beside kernel and initrd,
+// as the installer's AgentPXEFiles.handleAdditionals390xArtifacts writes them
+// (openshift/installer pkg/asset/agent/image/agentpxefiles.go):
+//
+//   - <prefix>.s390x-initrd.addrsize: the first 8 bytes of the ISO's
+//     /images/initrd.addrsize (the initrd load address) followed by the size of
+//     the written initrd (Ignition included) as a big-endian 64-bit integer
+//     (assisted-image-service pkg/isoeditor/initrd_addrsize.go,
+//     NewInitrdAddrsizeReaderFromStream);
+//   - <prefix>.s390x-generic.ins: the ISO's /generic.ins with kernel.img,
+//     initrd.img and initrd.addrsize renamed to the written files.
+func s390xArtifacts(im *Image, initrdSize int64, prefix, arch string) ([]extraArtifact, error) {
+	addr, err := im.ReadFile("/images/initrd.addrsize", 4096)
+	if err != nil {
+		return nil, fmt.Errorf("s390x PXE: the ISO has no /images/initrd.addrsize (%w): use an RHCOS s390x live ISO of the cluster's release", err)
+	}
+	if len(addr) < 8 {
+		return nil, fmt.Errorf("s390x PXE: the ISO's /images/initrd.addrsize has %d bytes, want at least 8: use an RHCOS s390x live ISO of the cluster's release", len(addr))
+	}
+	ins, err := im.ReadFile("/generic.ins", 1<<20)
+	if err != nil {
+		return nil, fmt.Errorf("s390x PXE: the ISO has no /generic.ins (%w): use an RHCOS s390x live ISO of the cluster's release", err)
+	}
+	as := make([]byte, 16)
+	copy(as, addr[:8])
+	binary.BigEndian.PutUint64(as[8:], uint64(initrdSize))
+	file := func(suffix string) string { return fmt.Sprintf("%s.%s-%s", prefix, arch, suffix) }
+	rep := strings.NewReplacer("kernel.img", file("vmlinuz"), "initrd.img", file("initrd.img"), "initrd.addrsize", file("initrd.addrsize"))
+	return []extraArtifact{
+		{"initrd-addrsize", "-initrd.addrsize", as},
+		{"generic-ins", "-generic.ins", []byte(rep.Replace(string(ins)))},
+	}, nil
 }
 
 func pxeKargs(im *Image, r io.ReaderAt, add []string) (string, error) {

@@ -249,8 +249,47 @@ func (h Host) validateNetworkConfig(who string) []string {
 			}
 		}
 	}
+	if len(p) > 0 {
+		return p
+	}
+	// As assisted-service's ValidateStaticConfigParams (pkg/staticnetworkconfig/
+	// generator.go): interface names of the host unique; every ethernet
+	// interface and bond port of the nmstate either has a MAC mapping in
+	// interfaces or a predictable kernel name (man systemd.net-naming-scheme),
+	// since the boot-time script finds the NIC by that MAC.
+	names := map[string]bool{}
+	for _, nic := range h.Interfaces {
+		if names[nic.Name] {
+			p = append(p, fmt.Sprintf("%s: interface name %q is used twice: MACs and interface names of a host must be unique", who, nic.Name))
+		}
+		names[nic.Name] = true
+	}
+	mapped := func(n string) bool { return names[n] || predictableNICRE.MatchString(n) }
+	for _, it := range list {
+		iface, _ := it.(map[string]any)
+		name, _ := iface["name"].(string)
+		switch iface["type"] {
+		case "ethernet", "802-3-ethernet":
+			if !mapped(name) {
+				p = append(p, fmt.Sprintf("%s: networkConfig interface %q has no MAC mapping in interfaces and is not a physical interface name: add {name: %s, macAddress: ...} to the host's interfaces", who, name, name))
+			}
+		case "bond":
+			la, _ := iface["link-aggregation"].(map[string]any)
+			ports, _ := la["port"].([]any)
+			for _, port := range ports {
+				if ps, _ := port.(string); ps != "" && !mapped(ps) {
+					p = append(p, fmt.Sprintf("%s: bond %q port %q has no MAC mapping in interfaces and is not a physical interface name: add {name: %s, macAddress: ...} to the host's interfaces", who, name, ps, ps))
+				}
+			}
+		}
+	}
+	if _, err := h.Keyfiles(); err != nil {
+		p = append(p, fmt.Sprintf("%s: %v", who, err))
+	}
 	return p
 }
+
+var predictableNICRE = regexp.MustCompile(`^en[PsvxXbucaipod]`)
 
 // IPs are the static addresses the host's nmstate assigns (interfaces[].ipv4/
 // ipv6.address[].ip), sorted.

@@ -23,12 +23,13 @@ const (
 	testClusterID  = "2a6e1b36-6fb5-4c5f-9f4e-3c0c1e8d2f10"
 	testAPIURL     = "https://api.ostest.test.metalkube.org:6443"
 	testMCSURL     = "https://api-int.ostest.test.metalkube.org:22623/config/worker"
-	testSSHKey     = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKat0ClusterKey kat@cluster"
+	testSSHKey     = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINv7Ht9SxKXmZUEWuEHtjSV3AOltssPYDNqyxEbrJIoQ kat@cluster"
 	testChrony     = "server 192.168.111.1 iburst\ndriftfile /var/lib/chrony/drift\n"
 	pullSecretPass = "PULL-SECRET-SENTINEL-9f8e7d"
 	sourceHost     = "quay.example.invalid" // never resolves: only the mirror serves it
-	testCA         = "-----BEGIN CERTIFICATE-----\nMIIBkat0userCAbundle0000000000000000000000000\n-----END CERTIFICATE-----\n"
-	testMCSCA      = "-----BEGIN CERTIFICATE-----\nMIIBkat0mcsCA000000000000000000000000000000\n-----END CERTIFICATE-----\n"
+	// Real certificates and key: the on-host service parses them.
+	testCA    = "-----BEGIN CERTIFICATE-----\nMIIBpjCCAU2gAwIBAgIUQDx0V8/C14pdpggl3MiG93c2gBMwCgYIKoZIzj0EAwIw\nKDEmMCQGA1UEAwwda3ViZWN0bC1hc3Npc3RlZC10ZXN0LXVzZXItY2EwIBcNMjYx\nMjAyMDIxOTU1WhgPMjEyNjExMDgwMjE5NTVaMCgxJjAkBgNVBAMMHWt1YmVjdGwt\nYXNzaXN0ZWQtdGVzdC11c2VyLWNhMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\nuiqIfb64W4gVhgYmCQcpIsiBN5+jQCW9mxDlvSmAQH3iOX86spW49gORwFwWxuoF\nNUliwfi0cAHNb5xXkDPn4aNTMFEwHQYDVR0OBBYEFKze7D67K1Gw5LBb1GzSh3jZ\n4HiCMB8GA1UdIwQYMBaAFKze7D67K1Gw5LBb1GzSh3jZ4HiCMA8GA1UdEwEB/wQF\nMAMBAf8wCgYIKoZIzj0EAwIDRwAwRAIgbcw7fHlTPKIFRvJkx/seZp/F58f91KiJ\nM2Ei9YvzVG4CIExE3WpGnG6b7Hr0rjA5U5rFOHFqfYh/prvo05Run2Ab\n-----END CERTIFICATE-----\n"
+	testMCSCA = "-----BEGIN CERTIFICATE-----\nMIIBpTCCAUugAwIBAgIUI4y9m1h6tDYLgfJoJlDTm/OXBjwwCgYIKoZIzj0EAwIw\nJzElMCMGA1UEAwwca3ViZWN0bC1hc3Npc3RlZC10ZXN0LW1jcy1jYTAgFw0yNjEy\nMDIwMjE5NTVaGA8yMTI2MTEwODAyMTk1NVowJzElMCMGA1UEAwwca3ViZWN0bC1h\nc3Npc3RlZC10ZXN0LW1jcy1jYTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABAds\nKUIYKCysQGg0vYJ+wF+PffBlLF/wkiB2CkM145q5renKqeUAk51CxynwJrwnt9gU\no4tl6vZjRGsUzZecFeWjUzBRMB0GA1UdDgQWBBTjgCV9wxZAXkRvJ92/mDeo1TaX\nvDAfBgNVHSMEGDAWgBTjgCV9wxZAXkRvJ92/mDeo1TaXvDAPBgNVHRMBAf8EBTAD\nAQH/MAoGCCqGSM49BAMCA0gAMEUCIExIDcwFtAkVu4DdQhQPr8yKPFA/8xVtIPSe\n/F8ae47iAiEA7VVsZIxTPhvH1/cvVxymG0AwTCwsjJrzZ+dRYIc9xBk=\n-----END CERTIFICATE-----\n"
 )
 
 // day2Env is a seeded cluster plus a registry holding its release payload.
@@ -244,14 +245,17 @@ func TestAddNodesCreate_ISOFromReleasePayloadThroughMirror(t *testing.T) {
 	if s := c.mustFile(t, "/etc/assisted/hostnames/00:f4:3d:a0:0e:2c"); s != "extra-worker-1\n" {
 		t.Errorf("hostname file = %q", s)
 	}
-	if s := c.mustFile(t, "/etc/assisted/network/extra-worker-0/nmstate.yaml"); !strings.Contains(s, "192.168.111.30") || !strings.Contains(s, "next-hop-address: 192.168.111.1") {
-		t.Errorf("nmstate = %q", s)
+	// The nmstate is turned into NetworkManager keyfiles at build time.
+	if s := c.mustFile(t, "/etc/assisted/network/extra-worker-0/eth0.nmconnection"); !strings.Contains(s, "interface-name=eth0\n") ||
+		!strings.Contains(s, "address1=192.168.111.30/24\n") || !strings.Contains(s, "dns=192.168.111.1;\n") ||
+		!strings.Contains(s, "route1=0.0.0.0/0,192.168.111.1\n") || !strings.Contains(s, "mac-address=00:F4:3D:A0:0E:2B\n") {
+		t.Errorf("eth0.nmconnection = %q", s)
 	}
 	if s := c.mustFile(t, "/etc/assisted/network/extra-worker-0/mac_interface.ini"); s != "00:f4:3d:a0:0e:2b=eth0\n" {
 		t.Errorf("mac_interface.ini = %q", s)
 	}
-	if _, ok := c.file(t, "/etc/assisted/network/extra-worker-1/nmstate.yaml"); ok {
-		t.Error("DHCP host got an nmstate file")
+	if _, ok := c.file(t, "/etc/assisted/network/extra-worker-1/mac_interface.ini"); ok {
+		t.Error("DHCP host got a static network configuration")
 	}
 	if s := c.mustFile(t, "/etc/assisted/manifests/nmstateconfig.yaml"); !strings.Contains(s, "kind: NMStateConfig") || !strings.Contains(s, "macAddress: 00:f4:3d:a0:0e:2b") {
 		t.Errorf("nmstateconfig.yaml = %q", s)

@@ -251,6 +251,9 @@ func TestAddNodesCreate_SingleHostFlagsAndPXE(t *testing.T) {
 	if s := c.mustFile(t, "/etc/assisted/network/extra-worker-9/mac_interface.ini"); s != "00:f4:3d:a0:0e:99=eth0\n" {
 		t.Fatalf("mac_interface.ini = %q", s)
 	}
+	if s := c.mustFile(t, "/etc/assisted/network/extra-worker-9/eth0.nmconnection"); !strings.Contains(s, "address1=192.168.111.40/24\nmethod=manual\n") {
+		t.Fatalf("eth0.nmconnection = %q", s)
+	}
 	if k := c.Passwd.Users[0].SSHAuthorizedKeys[0]; !strings.Contains(k, "AAAAIGthdDBIb3N0S2V5MDAw") {
 		t.Fatalf("ssh key %q: --ssh-key-path must override the cluster's", k)
 	}

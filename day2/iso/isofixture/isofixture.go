@@ -35,6 +35,10 @@ import (
 	"strings"
 )
 
+// GenericIns is the generic.ins of the s390x layouts (the one of
+// coreos-installer's s390x fixtures).
+const GenericIns = "* minimal lpar ins file\nimages/kernel.img 0x00000000\nimages/initrd.img 0x02000000\nimages/genericdvd.prm 0x00010480\nimages/initrd.addrsize 0x00010408\n"
+
 // Layout is one way a live ISO describes its embed areas.
 type Layout string
 
@@ -140,6 +144,17 @@ func Build(dir string, l Layout) (*Fixture, error) {
 	add("images/pxeboot/initrd.img", pattern("initrd", 12<<10))
 	add("images/pxeboot/rootfs.img", pattern("rootfs", 24<<10))
 	add("coreos/features.json", []byte(`{"installer-config": true, "live-initrd-network": true}`+"\n"))
+	if l == S390xCdboot || l == S390xCdbootKargs {
+		// The LPAR boot files of an s390x live ISO, as in coreos-installer's
+		// fixtures/iso/embed-areas-2023-*.s390x.iso: generic.ins maps files to
+		// load addresses; images/initrd.addrsize holds the initrd's load
+		// address and size (big-endian u64 each).
+		add("generic.ins", []byte(GenericIns))
+		as := make([]byte, 16)
+		binary.BigEndian.PutUint64(as, 0x02000000)
+		binary.BigEndian.PutUint64(as[8:], uint64(len(f.Files["images/pxeboot/initrd.img"])))
+		add("images/initrd.addrsize", as)
+	}
 
 	// Kernel-argument areas inside the boot configs; offsets are within each file.
 	kargsFiles := map[string]int64{}

@@ -1,0 +1,155 @@
+package nodesconfig
+
+import (
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+func hostWith(t *testing.T, nmstate string, nics ...Interface) Host {
+	t.Helper()
+	var nc map[string]any
+	if err := yaml.Unmarshal([]byte(nmstate), &nc); err != nil {
+		t.Fatal(err)
+	}
+	return Host{Hostname: "w0", Interfaces: nics, NetworkConfig: nc}
+}
+
+// Literal keyfiles for a static dual-stack NIC with default routes and DNS,
+// and for a bond of two NICs with a VLAN on top (nm-settings-keyfile(5)).
+func TestKeyfiles_Literal(t *testing.T) {
+	h := hostWith(t, `
+interfaces:
+- name: eth0
+  type: ethernet
+  state: up
+  mtu: 9000
+  ipv4: {enabled: true, dhcp: false, address: [{ip: 192.0.2.10, prefix-length: 24}]}
+  ipv6: {enabled: true, dhcp: false, autoconf: false, address: [{ip: "2001:db8::10", prefix-length: 64}]}
+routes:
+  config:
+  - {destination: 0.0.0.0/0, next-hop-address: 192.0.2.1, next-hop-interface: eth0, metric: 100}
+  - {destination: "::/0", next-hop-address: "2001:db8::1", next-hop-interface: eth0}
+dns-resolver:
+  config: {server: [192.0.2.53, "2001:db8::53"], search: [example.com]}
+`, Interface{Name: "eth0", MACAddress: "52:54:00:00:00:01"})
+	kfs, err := h.Keyfiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[connection]
+id=eth0
+uuid=` + kfs[0].uuid(t) + `
+type=ethernet
+interface-name=eth0
+autoconnect=true
+autoconnect-priority=1
+
+[ethernet]
+mtu=9000
+
+[ipv4]
+address1=192.0.2.10/24
+dns=192.0.2.53;
+dns-search=example.com;
+method=manual
+route1=0.0.0.0/0,192.0.2.1,100
+
+[ipv6]
+address1=2001:db8::10/64
+dns=2001:db8::53;
+method=manual
+route1=::/0,2001:db8::1
+`
+	if len(kfs) != 1 || kfs[0].Name != "eth0.nmconnection" || string(kfs[0].Content) != want {
+		t.Fatalf("got %d keyfiles; %s:\n%s\nwant\n%s", len(kfs), kfs[0].Name, kfs[0].Content, want)
+	}
+
+	h = hostWith(t, `
+interfaces:
+- name: bond0
+  type: bond
+  state: up
+  link-aggregation: {mode: active-backup, port: [eno1, eno2], options: {miimon: 100}}
+  ipv4: {enabled: false}
+  ipv6: {enabled: false}
+- name: bond0.20
+  type: vlan
+  state: up
+  vlan: {base-iface: bond0, id: 20}
+  ipv4: {enabled: true, dhcp: true}
+`, Interface{Name: "eno1", MACAddress: "52:54:00:00:00:01"}, Interface{Name: "eno2", MACAddress: "52:54:00:00:00:02"})
+	kfs, err = h.Keyfiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, k := range kfs {
+		names = append(names, k.Name)
+	}
+	if got := strings.Join(names, " "); got != "bond0.nmconnection eno1.nmconnection eno2.nmconnection bond0.20.nmconnection" {
+		t.Fatalf("keyfiles %s", got)
+	}
+	for name, subs := range map[string][]string{
+		"bond0.nmconnection":    {"type=bond\n", "autoconnect-slaves=1\n", "[bond]\nmode=active-backup\nmiimon=100\n", "[ipv4]\nmethod=disabled\n", "[ipv6]\nmethod=disabled\n"},
+		"eno1.nmconnection":     {"type=ethernet\n", "interface-name=eno1\n", "master=bond0\nslave-type=bond\n"},
+		"bond0.20.nmconnection": {"type=vlan\n", "[vlan]\nid=20\nparent=bond0\n", "[ipv4]\nmethod=auto\n", "[ipv6]\nmethod=disabled\n"},
+	} {
+		for _, k := range kfs {
+			if k.Name != name {
+				continue
+			}
+			for _, s := range subs {
+				if !strings.Contains(string(k.Content), s) {
+					t.Errorf("%s lacks %q:\n%s", name, s, k.Content)
+				}
+			}
+			if name == "eno1.nmconnection" && strings.Contains(string(k.Content), "[ipv4]") {
+				t.Errorf("bond port has its own IP settings:\n%s", k.Content)
+			}
+		}
+	}
+}
+
+func (k Keyfile) uuid(t *testing.T) string {
+	t.Helper()
+	for _, l := range strings.Split(string(k.Content), "\n") {
+		if v, ok := strings.CutPrefix(l, "uuid="); ok {
+			if len(v) != 36 || v[14] != '5' {
+				t.Fatalf("uuid %q is not a version-5 UUID", v)
+			}
+			return v
+		}
+	}
+	t.Fatal("no uuid")
+	return ""
+}
+
+// What the generator does not support is refused at build time, naming the
+// key and the host, through Validate (before anything is built).
+func TestKeyfiles_UnsupportedIsABuildError(t *testing.T) {
+	nic := Interface{Name: "eth0", MACAddress: "52:54:00:00:00:01"}
+	for _, tc := range []struct{ name, nmstate, want string }{
+		{"bridge", "interfaces:\n- {name: br0, type: linux-bridge, state: up}\n",
+			`host 0 (w0): networkConfig interface "br0": type "linux-bridge" is not supported (add-nodes turns nmstate into NetworkManager keyfiles at build time and supports ethernet, vlan and bond)`},
+		{"ovs key", "interfaces:\n- {name: eth0, type: ethernet, state: up, ethtool: {}}\n",
+			`host 0 (w0): networkConfig interface "eth0": ethtool not supported`},
+		{"route to unknown interface", "interfaces:\n- {name: eth0, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 10.0.0.2, prefix-length: 24}]}}\nroutes:\n  config:\n  - {destination: 0.0.0.0/0, next-hop-address: 10.0.0.1, next-hop-interface: eth9}\n",
+			`networkConfig.routes.config[0]: next-hop-interface "eth9" is not an interface in state up`},
+		{"unmapped ethernet", "interfaces:\n- {name: eth7, type: ethernet, state: up}\n",
+			`host 0 (w0): networkConfig interface "eth7" has no MAC mapping in interfaces and is not a physical interface name`},
+		{"ipv4 address in ipv6", "interfaces:\n- {name: eth0, type: ethernet, state: up, ipv6: {enabled: true, address: [{ip: 10.0.0.2, prefix-length: 64}]}}\n",
+			`ipv6.address[0].ip "10.0.0.2" is not an ipv6 address`},
+		{"dns without holder", "interfaces:\n- {name: eth0, type: ethernet, state: up, ipv4: {enabled: true, dhcp: true}}\ndns-resolver:\n  config: {server: [10.0.0.53]}\n",
+			`no interface has a static ipv4 address or default route to hold the DNS servers 10.0.0.53`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := hostWith(t, tc.nmstate, nic)
+			err := (&Config{Hosts: []Host{h}}).Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
