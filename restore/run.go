@@ -305,7 +305,7 @@ func (r *runner) takeNodeZeroKey(objs []*unstructured.Unstructured) ([]*unstruct
 
 func (r *runner) planOptions(mapping map[string]string, clusterZero *resources.ObjectKey) resources.Options {
 	return resources.Options{
-		NamespaceMapping: mapping, ServiceURL: r.o.ServiceURL, BundleDigest: r.res.Digest,
+		NamespaceMapping: mapping, ServiceURL: r.o.ServiceURL, ImageServiceURL: r.o.ImageServiceURL, BundleDigest: r.res.Digest,
 		Existing: r.o.Existing, DryRun: r.o.DryRun, ClusterZero: clusterZero, Logger: r.log,
 	}
 }
