@@ -29,13 +29,15 @@ import (
 
 // runner is the state of one Run.
 type runner struct {
-	o        Options
-	log      *slog.Logger
-	now      func() time.Time
-	res      *Result
-	b        *bundle.Bundle
-	ownB     bool
-	progress *phaseProgress
+	o   Options
+	log *slog.Logger
+	now func() time.Time
+	res *Result
+	// imageURLsReset counts the infra-envs marked for a new ISO URL (beforeCommit).
+	imageURLsReset int64
+	b              *bundle.Bundle
+	ownB           bool
+	progress       *phaseProgress
 
 	recreate  bool
 	manifests *recreate.Manifests
