@@ -144,11 +144,15 @@ func (r *runner) beforeCommit(ctx context.Context, tx pgx.Tx, dry bool, started 
 			r.warn("%d live cluster row(s) match no ClusterDeployment of the bundle and stay invisible to the controllers: %v", len(kk.UnkeyedClusters), kk.UnkeyedClusters)
 		}
 	}
-	n, err := regenerateImageURLs(ctx, tx)
-	if err != nil {
-		return err
+	if r.o.Config != nil {
+		// Only for cluster 0's service: a restore without a cluster keeps
+		// node 0's rows as they were, to be read elsewhere.
+		n, err := regenerateImageURLs(ctx, tx)
+		if err != nil {
+			return err
+		}
+		r.imageURLsReset = n
 	}
-	r.imageURLsReset = n
 	if dry {
 		return errRollback
 	}
