@@ -163,6 +163,11 @@ func (o *BundleCreateOptions) Run(ctx context.Context) error {
 	if len(o.create.Recipients) == 0 && !o.NoEncryption {
 		fmt.Fprintf(env.Streams.ErrOut, "warning: writing an unencrypted bundle to %s: it holds secrets; keep it private\n", o.ref)
 	}
+	if len(o.create.Recipients) == 0 && o.Resources == resourcesCluster {
+		// Seen in the rehearsal: the key was left out without a word, and
+		// cluster 0 then refused node 0's tokens.
+		fmt.Fprintf(env.Streams.ErrOut, "warning: an unencrypted bundle never carries node 0's %s Secret: cluster 0's service will not accept the tokens node 0 issued; give --recipient to carry it\n", resources.LocalAuthSecretName)
+	}
 	if o.create.SigningKey == nil {
 		fmt.Fprintf(env.Streams.ErrOut, "warning: the bundle is not signed (--signing-key): restore, bundle verify and bundle extract refuse it unless --allow-unsigned\n")
 	}

@@ -67,6 +67,7 @@ type RestoreOptions struct {
 	NamespaceMapping  []string
 	ClusterZero       string
 	ServiceURL        string
+	ImageServiceURL   string
 	Existing          string
 	DryRun            string
 	Replace           bool
@@ -124,6 +125,7 @@ func NewCmdRestore(env *Env) *cobra.Command {
 	fs.StringArrayVar(&o.NamespaceMapping, "namespace-mapping", nil, "Restore node-0 namespace OLD into NEW (OLD=NEW; repeatable or comma-separated); spec references are rewritten too")
 	fs.StringVar(&o.ClusterZero, "cluster-zero", "", "NAMESPACE/NAME (as on node 0) of cluster 0's own ClusterDeployment, when the bundle holds several")
 	fs.StringVar(&o.ServiceURL, "service-url", "", "cluster 0's assisted-service URL: node-0 status URLs are rewritten onto it (removed without it)")
+	fs.StringVar(&o.ImageServiceURL, "image-service-url", "", "cluster 0's image service URL: BareMetalHost image URLs on node 0's image service are moved onto it")
 	fs.StringVar(&o.Existing, "existing", string(resources.ExistingFail), "Objects already on cluster 0 that differ from the bundle: fail (before any change), skip, or update")
 	fs.StringVar(&o.DryRun, "dry-run", string(resources.DryRunNone), "none, client (check everything, write nothing) or server (also send every object with dryRun=All)")
 	fs.BoolVar(&o.Replace, "replace", false, "Restore into a non-empty database (dropped in the restore transaction) and data directory (emptied once the new files are staged)")
@@ -183,7 +185,7 @@ func (o *RestoreOptions) Validate() error {
 		switch {
 		case o.SkipDatabase || !o.Postgres.IsSet():
 			return errors.New("--no-cluster keeps the journal in the target database: give it with --db, --db-env-file or --db-from-env")
-		case o.RecreateResources || o.Diff || o.ManifestsDir != "" || o.ServiceURL != "" || len(o.NamespaceMapping) > 0:
+		case o.RecreateResources || o.Diff || o.ManifestsDir != "" || o.ServiceURL != "" || o.ImageServiceURL != "" || len(o.NamespaceMapping) > 0:
 			return errors.New("--no-cluster restores the database and files only: leave out the resource flags")
 		}
 	}

@@ -35,7 +35,7 @@ func (o *RestoreOptions) resolve(ctx context.Context) error {
 		Ref: o.Ref, Registry: registryOptions(o.Registry), Identities: ids,
 		Signers: signers, AllowUnsigned: o.Sign.AllowUnsigned,
 		DataDir: o.DataDir, SkipDatabase: o.SkipDatabase, SkipFiles: o.SkipFiles, PreserveSpecialBits: o.PreserveSpecialBits,
-		Namespace: ns, NamespaceMapping: o.mapping, ServiceURL: o.ServiceURL, ClusterZero: o.clusterZero,
+		Namespace: ns, NamespaceMapping: o.mapping, ServiceURL: o.ServiceURL, ImageServiceURL: o.ImageServiceURL, ClusterZero: o.clusterZero,
 		SkipResources: o.SkipResources, RecreateResources: o.RecreateResources, ManifestsDir: o.ManifestsDir,
 		Diff: o.Diff, AcceptDrift: o.AcceptDrift, Existing: resources.ExistingPolicy(o.Existing),
 		DryRun: resources.DryRun(o.DryRun), Replace: o.Replace,

@@ -68,9 +68,13 @@ func (r *runner) loadDatabase(ctx context.Context, dry bool, started time.Time) 
 		res.Rows += t.Rows
 	}
 	r.res.Database = res
+	res.ImageURLsReset = r.imageURLsReset
 	counts := journal.Counts{"tables": int64(res.Tables), "rows": res.Rows, "bytes": res.Bytes}
 	if r.res.KubeKeys != nil {
 		counts["kubeKeys"] = int64(len(r.res.KubeKeys.Matches))
+	}
+	if res.ImageURLsReset > 0 {
+		counts["imageURLsReset"] = res.ImageURLsReset
 	}
 	if k := r.res.Recreated; k != nil {
 		counts["kubeKeys"] = int64(len(k.Clusters) + len(k.InfraEnvs) + len(k.Hosts))
@@ -139,6 +143,15 @@ func (r *runner) beforeCommit(ctx context.Context, tx pgx.Tx, dry bool, started 
 		if len(kk.UnkeyedClusters) > 0 {
 			r.warn("%d live cluster row(s) match no ClusterDeployment of the bundle and stay invisible to the controllers: %v", len(kk.UnkeyedClusters), kk.UnkeyedClusters)
 		}
+	}
+	if r.o.Config != nil {
+		// Only for cluster 0's service: a restore without a cluster keeps
+		// node 0's rows as they were, to be read elsewhere.
+		n, err := regenerateImageURLs(ctx, tx)
+		if err != nil {
+			return err
+		}
+		r.imageURLsReset = n
 	}
 	if dry {
 		return errRollback
@@ -325,4 +338,25 @@ func (r *runner) verifyDatabase(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// regenerateImageURLs marks every restored infra-env's discovery image as not
+// generated, so that cluster 0's service builds its ISO URL on its own image
+// service. assisted-service keeps infra_envs.download_url, which holds the
+// IMAGE_SERVICE_BASE_URL of the service that generated it (node 0's), as long
+// as the image type, version and architecture are unchanged and generated is
+// true (openshift/assisted-service release-4.19
+// internal/bminventory/inventory.go updateExternalImageInfo, lines
+// 1160-1173); the InfraEnv controller calls it on every reconcile
+// (UpdateInfraEnvInternal -> GenerateInfraEnvISOInternal, line 5305) and
+// copies download_url into status.isoDownloadURL
+// (infraenv_controller.go updateInfraEnvStatus, lines 735-739), from where
+// BMAC copies it into BareMetalHosts. Seen in the rehearsal: without this,
+// cluster 0's InfraEnv served node 0's image service URL.
+func regenerateImageURLs(ctx context.Context, tx pgx.Tx) (int64, error) {
+	tag, err := tx.Exec(ctx, `UPDATE infra_envs SET generated = false WHERE generated`)
+	if err != nil {
+		return 0, fmt.Errorf("mark the infra-envs' discovery images for regeneration on cluster 0: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }

@@ -72,6 +72,10 @@ type Options struct {
 	// ServiceURL is cluster 0's assisted-service URL; node-0 status URLs are
 	// rewritten onto it (or removed without it).
 	ServiceURL string
+	// ImageServiceURL is cluster 0's image service URL; a BareMetalHost's
+	// image URLs on node 0's image service are moved onto it (the restore
+	// refuses such a host without it).
+	ImageServiceURL string
 	// ClusterZero names cluster 0's own ClusterDeployment (node-0 namespace
 	// and name) when the bundle holds several.
 	ClusterZero *resources.ObjectKey
@@ -199,11 +203,15 @@ func (o *Options) fingerprint(recreate bool) string {
 		mapping = append(mapping, k+"="+v)
 	}
 	sort.Strings(mapping)
-	b, _ := json.Marshal(map[string]any{
+	fp := map[string]any{
 		"db": db, "dataDir": dataDir, "namespace": o.Namespace, "mapping": mapping, "serviceURL": o.ServiceURL,
 		"clusterZero": o.ClusterZero, "recreate": recreate,
 		"skipDatabase": o.SkipDatabase, "skipFiles": o.SkipFiles,
-	})
+	}
+	if o.ImageServiceURL != "" { // absent when unset: earlier runs keep their fingerprint
+		fp["imageServiceURL"] = o.ImageServiceURL
+	}
+	b, _ := json.Marshal(fp)
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:16])
 }

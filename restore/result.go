@@ -60,6 +60,10 @@ type DatabaseResult struct {
 	// NotLoaded is true for a client dry run: the layer was verified and the
 	// target checked in a read-only transaction; nothing was sent or loaded.
 	NotLoaded bool `json:"notLoaded,omitempty"`
+	// ImageURLsReset counts the infra-envs whose discovery image was marked
+	// not generated, so cluster 0's service gives them ISO URLs on its own
+	// image service (node 0's are gone).
+	ImageURLsReset int64 `json:"imageURLsReset,omitempty"`
 }
 
 // AuthResult says what the auth phase found or created.

@@ -28,13 +28,15 @@ import (
 
 // runner is the state of one Run.
 type runner struct {
-	o        Options
-	log      *slog.Logger
-	now      func() time.Time
-	res      *Result
-	b        *bundle.Bundle
-	ownB     bool
-	progress *phaseProgress
+	o   Options
+	log *slog.Logger
+	now func() time.Time
+	res *Result
+	// imageURLsReset counts the infra-envs marked for a new ISO URL (beforeCommit).
+	imageURLsReset int64
+	b              *bundle.Bundle
+	ownB           bool
+	progress       *phaseProgress
 
 	recreate  bool
 	manifests *recreate.Manifests
@@ -304,7 +306,7 @@ func (r *runner) takeNodeZeroKey(objs []*unstructured.Unstructured) ([]*unstruct
 
 func (r *runner) planOptions(mapping map[string]string, clusterZero *resources.ObjectKey) resources.Options {
 	return resources.Options{
-		NamespaceMapping: mapping, ServiceURL: r.o.ServiceURL, BundleDigest: r.res.Digest,
+		NamespaceMapping: mapping, ServiceURL: r.o.ServiceURL, ImageServiceURL: r.o.ImageServiceURL, BundleDigest: r.res.Digest,
 		Existing: r.o.Existing, DryRun: r.o.DryRun, ClusterZero: clusterZero, Logger: r.log,
 	}
 }

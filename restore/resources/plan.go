@@ -60,6 +60,10 @@ type Options struct {
 	// ServiceURL is cluster 0's assisted-service base URL (its SERVICE_BASE_URL).
 	// Status URLs from node 0 are rewritten onto it; when empty they are removed.
 	ServiceURL string
+	// ImageServiceURL is cluster 0's image service base URL. A BareMetalHost's
+	// image URLs on node 0's image service are moved onto it; without it such
+	// a host fails the plan.
+	ImageServiceURL string
 	// Signer signs the rewritten URLs when Apply writes them; without it they
 	// carry no api_key. It may be set later with Plan.SetSigner, once the
 	// local-auth key exists.

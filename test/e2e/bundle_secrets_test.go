@@ -79,6 +79,14 @@ func TestBundle_SecretsNeverLeak(t *testing.T) {
 	created := record(p.MustRun(t, "bundle", "create", "--to", ref, "--plain-http", "--data-dir", data,
 		"--resources", "cluster", "--kubeconfig", kubeconfig, "-n", ns, "--recipient", recipient, "--signing-key", signingKeyFile(t), "-o", "json"))
 	res := parseCreate(t, created.Stdout)
+	// Unencrypted, the local-auth key stays out, and the command says so (the
+	// rehearsal against the real service met a silent omission).
+	const noKey = "an unencrypted bundle never carries node 0's assisted-servicelocal-auth Secret"
+	plain := record(p.MustRun(t, "bundle", "create", "--to", "oci:"+filepath.Join(t.TempDir(), "plain"), "--data-dir", data,
+		"--resources", "cluster", "--kubeconfig", kubeconfig, "-n", ns))
+	if !strings.Contains(plain.Stderr, noKey) || strings.Contains(created.Stderr, noKey) {
+		t.Errorf("local-auth warning: unencrypted stderr %q; encrypted stderr %q", plain.Stderr, created.Stderr)
+	}
 	record(p.MustRun(t, "bundle", "inspect", ref, "--plain-http", "-o", "json"))
 	record(p.MustRun(t, "bundle", "inspect", ref, "--plain-http"))
 	record(p.MustRun(t, "bundle", "verify", ref, "--plain-http", "--signer", signerFile(t), "--identity", key, "-o", "json"))

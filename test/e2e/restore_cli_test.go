@@ -3,12 +3,14 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -112,6 +114,36 @@ func TestRestoreCLI_ExportedBundleIntoCluster0(t *testing.T) {
 		if got := keysOf(t, conn, sql); got != want {
 			t.Errorf("%s: got %s, want %s", sql, got, want)
 		}
+	}
+	// Discovery images: every infra-env node 0 had generated is marked not
+	// generated, its URL kept, so cluster 0's service builds a new URL on
+	// its own image service (assisted-service release-4.19 inventory.go
+	// updateExternalImageInfo keeps download_url while generated is true).
+	const generated = `SELECT count(*) FROM infra_envs WHERE generated`
+	const urls = `SELECT count(*) FROM infra_envs WHERE download_url <> ''`
+	srcConn := src.Connect(t)
+	count := func(q interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}, sql string) string {
+		t.Helper()
+		var n int64
+		if err := q.QueryRow(context.Background(), sql).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return fmt.Sprint(n)
+	}
+	srcGenerated := count(srcConn, generated)
+	if srcGenerated == "0" {
+		t.Fatal("fixture: node 0 has no generated infra-env; the check below would prove nothing")
+	}
+	if got := count(conn, generated); got != "0" {
+		t.Errorf("restored infra-envs still generated: %s", got)
+	}
+	if got, want := count(conn, urls), count(srcConn, urls); got != want {
+		t.Errorf("infra-envs with a download URL: %s, node 0 had %s", got, want)
+	}
+	if got := fmt.Sprint(res.Phases[0].Counts["imageURLsReset"]); got != srcGenerated {
+		t.Errorf("database count imageURLsReset = %s, want %s", got, srcGenerated)
 	}
 
 	// Files: the same tree with modes, times and the origin xattr; nothing staged left.
