@@ -39,6 +39,7 @@ type MigrateOptions struct {
 	TargetDB            string
 	TargetDataDir       string
 	ServiceURL          string
+	ImageServiceURL     string
 	NamespaceMapping    []string
 	RestoreImage        string
 	DatabaseImage       string
@@ -81,6 +82,7 @@ func newCmdMigrate(env *Env, o *MigrateOptions) *cobra.Command {
 	fs.StringVar(&o.TargetDB, "target-db", "", "Cluster 0's assisted-service database, reachable from node 0: restore directly (with --target-data-dir)")
 	fs.StringVar(&o.TargetDataDir, "target-data-dir", "", "Cluster 0's file storage (the assisted-service PVC), mounted on node 0: restore directly (with --target-db)")
 	fs.StringVar(&o.ServiceURL, "service-url", "", "Cluster 0's assisted-service URL: status URLs are rewritten onto it and the controller is switched to it")
+	fs.StringVar(&o.ImageServiceURL, "image-service-url", "", "Cluster 0's image service URL: BareMetalHost image URLs on node 0's image service are moved onto it (as restore --image-service-url)")
 	fs.StringArrayVar(&o.NamespaceMapping, "namespace-mapping", nil, "Restore namespace OLD into NEW (OLD=NEW; repeatable or comma-separated)")
 	fs.StringVar(&o.RestoreImage, "restore-image", "", "Image with kubectl-assisted for the restore Job (when restoring in cluster 0)")
 	fs.StringVar(&o.DatabaseImage, "database-image", "", "PostgreSQL image of the restore Job (default: the operator's)")
@@ -120,7 +122,7 @@ func (o *MigrateOptions) resolve() error {
 	opts := migrate.Options{
 		Ref: in.ref, Registry: registryOptions(o.Registry), Create: in.create, SpoolDir: in.spoolDir,
 		NoEncryption: o.NoEncryption, IdentityFile: o.Identity, SourceDB: in.sourceDB, Live: o.Live,
-		TargetDB: o.TargetDB, TargetDataDir: o.TargetDataDir, ServiceURL: o.ServiceURL, NamespaceMapping: mapping,
+		TargetDB: o.TargetDB, TargetDataDir: o.TargetDataDir, ServiceURL: o.ServiceURL, ImageServiceURL: o.ImageServiceURL, NamespaceMapping: mapping,
 		RestoreImage: o.RestoreImage, DatabaseImage: o.DatabaseImage, StorageClass: o.StorageClass,
 		Force: o.Force, Timeout: o.Timeout, ControllerNamespace: o.ControllerNamespace, CACertPath: o.CACertPath,
 		ClusterID: o.ClusterID, StateDir: o.StateDir, Creator: "kubectl-assisted " + CurrentVersion().Version,

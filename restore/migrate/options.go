@@ -52,6 +52,9 @@ type Options struct {
 	TargetDB      string
 	TargetDataDir string
 	ServiceURL    string
+	// ImageServiceURL is cluster 0's image service: BareMetalHost image URLs
+	// on node 0's image service move onto it (restore --image-service-url).
+	ImageServiceURL string
 	// NamespaceMapping maps node-0 namespaces to cluster-0 ones.
 	NamespaceMapping map[string]string
 	// RestoreImage, DatabaseImage and StorageClass shape the restore Job.

@@ -67,7 +67,7 @@ func restoreDirect(ctx context.Context, m *migration) (string, error) {
 		Ref: st.Pinned, Registry: o.Registry, Identities: ids, Signers: []sign.Key{signer},
 		TargetDB: o.TargetDB, DataDir: o.TargetDataDir,
 		Config: o.Config, Namespace: o.Namespace, NamespaceMapping: o.NamespaceMapping, ServiceURL: o.ServiceURL,
-		OnEvent: m.restoreEvent,
+		ImageServiceURL: o.ImageServiceURL, OnEvent: m.restoreEvent,
 	}
 	finish := func() {}
 	if o.NewProgress != nil {
@@ -92,6 +92,9 @@ func jobArgs(o Options) []string {
 	var args []string
 	if o.ServiceURL != "" {
 		args = append(args, "--service-url", o.ServiceURL)
+	}
+	if o.ImageServiceURL != "" {
+		args = append(args, "--image-service-url", o.ImageServiceURL)
 	}
 	var mapping []string
 	for k, v := range o.NamespaceMapping {

@@ -368,3 +368,17 @@ func TestSwitchover(t *testing.T) {
 		t.Fatalf("no URL: %q %v", d, err)
 	}
 }
+
+// TestJobArgs_ImageServiceURL: the restore Job gets the same URL flags as an
+// in-process restore (restore's flag names, pinned).
+func TestJobArgs_ImageServiceURL(t *testing.T) {
+	args := strings.Join(jobArgs(Options{ServiceURL: "https://as.c0.example.com", ImageServiceURL: "https://is.c0.example.com"}), " ")
+	for _, want := range []string{"--service-url https://as.c0.example.com", "--image-service-url https://is.c0.example.com"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("job args %q lack %q", args, want)
+		}
+	}
+	if args := strings.Join(jobArgs(Options{}), " "); strings.Contains(args, "image-service-url") {
+		t.Errorf("job args %q name an image service that was not given", args)
+	}
+}
