@@ -1,8 +1,15 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"time"
@@ -47,8 +54,25 @@ const nodesConfig = `hosts:
         next-hop-interface: eno1
 `
 
-// mcsCA stands for the Machine Config Server's CA in the worker user-data.
-const mcsCA = "-----BEGIN CERTIFICATE-----\nMIIBdemoMachineConfigServerCA000000000000000000\n-----END CERTIFICATE-----\n"
+// mcsCA makes a stand-in for the Machine Config Server's CA in the worker
+// user-data: a real self-signed certificate, since the host's assisted-service
+// refuses to import a cluster whose CA does not parse.
+func mcsCA() (string, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{OrganizationalUnit: []string{"openshift"}, CommonName: "root-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(10, 0, 0),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return "", err
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), nil
+}
 
 // addNodes is step 5: cluster 0 as an installed cluster (its configuration
 // objects, the release payload on a mirror whose machine-os-images holds the
@@ -65,6 +89,10 @@ func (d *demo) addNodes(s *stepRun) error {
 	})
 	s.say("release payload %s pushed to the mirror (machine-os-images holds %s, a live ISO like %s, %s)", rel.Ref, filepath.Base(isoPath), baseISOFixture, humanBytes(int64(len(iso))))
 
+	ca, err := mcsCA()
+	if err != nil {
+		return fmt.Errorf("the Machine Config Server CA: %w", err)
+	}
 	var nodes []synthetic.Node
 	for _, m := range masters {
 		nodes = append(nodes, synthetic.Node{Name: m.name, IP: m.ip, Master: true})
@@ -73,7 +101,7 @@ func (d *demo) addNodes(s *stepRun) error {
 		ClusterID: openshiftClusterID(), ReleaseImage: rel.Ref, Version: openshiftVersion, Arch: "amd64", Platform: "BareMetal",
 		APIURL: fmt.Sprintf("https://api.%s.%s:6443", clusterName, baseDomain), PullSecret: pullSecret, SSHKey: sshKey,
 		Chrony: "server 192.168.111.1 iburst\n", MCSURL: fmt.Sprintf("https://api-int.%s.%s:22623/config/worker", clusterName, baseDomain),
-		MCSCA: mcsCA, Nodes: nodes,
+		MCSCA: ca, Nodes: nodes,
 	})
 	s.say("cluster 0 as installed: ClusterVersion %s, Infrastructure, pull secret, MachineConfigs, worker user-data, 3 master Nodes", openshiftVersion)
 

@@ -12,7 +12,9 @@ const (
 	baseDomain       = "example.com"
 	openshiftVersion = "4.17.3"
 	releaseImage     = "quay.io/openshift-release-dev/ocp-release:4.17.3-x86_64"
-	sshKey           = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDemoKeyOfTheKubectlAssistedDemoOnly0000000 ops@example.com"
+	// sshKey is a real ed25519 public key (its private half was thrown away):
+	// the host's assisted-service refuses keys that do not parse.
+	sshKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIzFSb+b+H3PXBVvssIwAWEtK1GPAXuF8qDUrH/AK+tN ops@example.com"
 	// pullSecret is planted so that the demo (and its test) can prove it never
 	// shows up in any output.
 	pullSecret = `{"auths":{"quay.io":{"auth":"ZGVtby11c2VyOmRlbW8tcHVsbC1zZWNyZXQtbmV2ZXItcHJpbnRlZA==","email":"ops@example.com"}}}`

@@ -73,6 +73,11 @@ type pgMajorSource struct {
 	major    int
 	ref      string
 	snap     *pgsnap.Snapshot
+	// restored is snap as a restore into cluster 0 leaves it: every
+	// infra-env's discovery image marked not generated, so that cluster 0's
+	// service builds its ISO URL on its own image service (restore/database.go
+	// regenerateImageURLs, which cites assisted-service's inventory.go).
+	restored *pgsnap.Snapshot
 	serverPG string
 }
 
@@ -230,6 +235,13 @@ func dumpOnMajor(t *testing.T, p *harness.Plugin, srv *harness.Server, recipient
 	if err != nil {
 		t.Fatalf("snapshot of the source on PostgreSQL %d: %v", srv.Version(), err)
 	}
+	restored, err := pgsnap.TakeAdjusted(ctx, db.URL, `UPDATE public.infra_envs SET generated = false WHERE generated`)
+	if err != nil {
+		t.Fatalf("snapshot of the source as restored on PostgreSQL %d: %v", srv.Version(), err)
+	}
+	if pgsnap.Diff(snap, restored, 1) == nil {
+		t.Fatal("the seeded source has no generated infra-env: the reset on restore is not exercised")
+	}
 	// The snapshot must see what was seeded, or comparing two of them proves nothing.
 	for _, want := range []string{
 		"column public.hosts.inventory", "column public.api_vips.ip", "column public.kat_values.len",
@@ -266,7 +278,7 @@ func dumpOnMajor(t *testing.T, p *harness.Plugin, srv *harness.Server, recipient
 		t.Fatalf("bundle records source PostgreSQL %q, the server says %q", inspect.Metadata.Source.PostgresVersion, version)
 	}
 	t.Logf("PostgreSQL %s: %d catalog lines, %d rows in %d tables", version, len(snap.Catalog), snap.RowCount(), len(snap.Rows))
-	return &pgMajorSource{major: srv.Version(), ref: ref, snap: snap, serverPG: version}
+	return &pgMajorSource{major: srv.Version(), ref: ref, snap: snap, restored: restored, serverPG: version}
 }
 
 // restoreOnMajor restores src into a fresh database on dst and checks the
@@ -298,9 +310,9 @@ func restoreOnMajor(t *testing.T, p *harness.Plugin, k *harness.Kube, src *pgMaj
 	if n := len(got.Rows[releaseImagesTable]); n != 0 {
 		t.Fatalf("restored %d rows into %s, want none", n, releaseImagesTable)
 	}
-	want := *src.snap
+	want := *src.restored
 	want.Rows = map[string][]string{}
-	for table, rows := range src.snap.Rows {
+	for table, rows := range src.restored.Rows {
 		if table != releaseImagesTable {
 			want.Rows[table] = rows
 		}

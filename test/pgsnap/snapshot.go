@@ -148,16 +148,33 @@ var catalogQueries = []struct{ name, sql string }{
 // Take reads the snapshot of the database at url in one REPEATABLE READ,
 // READ ONLY transaction.
 func Take(ctx context.Context, url string) (*Snapshot, error) {
+	return TakeAdjusted(ctx, url)
+}
+
+// TakeAdjusted is Take of the database as the statements in adjust would
+// leave it: they run inside the snapshot's transaction, which is rolled back,
+// so the database itself is not changed. A test states with them what a
+// restore is documented to change (for example a column it resets).
+func TakeAdjusted(ctx context.Context, url string, adjust ...string) (*Snapshot, error) {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	mode := pgx.ReadOnly
+	if len(adjust) > 0 {
+		mode = pgx.ReadWrite
+	}
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: mode})
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
+	for _, a := range adjust {
+		if _, err := tx.Exec(ctx, a); err != nil {
+			return nil, fmt.Errorf("adjust %q: %w", a, err)
+		}
+	}
 	for _, s := range sessionSettings {
 		if _, err := tx.Exec(ctx, s); err != nil {
 			return nil, fmt.Errorf("%s: %w", s, err)
