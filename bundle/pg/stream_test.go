@@ -116,6 +116,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add(stream)
 	f.Add(stream[:1536])
 	f.Add([]byte{})
+	warmParser(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkArbitraryStream(t, data)
 	})
@@ -127,6 +128,7 @@ func FuzzVerifyMembers(f *testing.F) {
 	f.Add([]byte(`{"format":"`+FormatName+`","version":"1.0","schemas":["public"],"tables":[{"schema":"public","name":"a","columns":["x"]}]}`),
 		[]byte("1\tx\n"),
 		[]byte(`{"tables":[{"schema":"public","name":"a","rows":1,"dataBytes":4,"checksum":"sha256:00"}],"dataBytes":4}`))
+	warmParser(f)
 	f.Fuzz(func(t *testing.T, header, data, summary []byte) {
 		var buf bytes.Buffer
 		sw := newStreamWriter(&buf)
