@@ -70,9 +70,9 @@ SELECT setval('public.kat_values_id_seq', 5000, false);
 const releaseImagesTable = "public.release_images"
 
 type pgMajorSource struct {
-	major    int
-	ref      string
-	snap     *pgsnap.Snapshot
+	major int
+	ref   string
+	snap  *pgsnap.Snapshot
 	// restored is snap as a restore into cluster 0 leaves it: every
 	// infra-env's discovery image marked not generated, so that cluster 0's
 	// service builds its ISO URL on its own image service (restore/database.go
