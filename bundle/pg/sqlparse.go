@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	pgparser "github.com/wasilibs/go-pgquery/parser"
 )
@@ -25,6 +26,15 @@ const maxStatementBytes = 1 << 20
 
 var parseMu sync.Mutex
 
+// How many statements this process checked on a tree from the fast path
+// (sqlfast.go) and from PostgreSQL's grammar.
+var fastParsed, grammarParsed atomic.Int64
+
+// ParserStats reports how many statements this process has parsed with the
+// fast path and how many with PostgreSQL's grammar (whose first use compiles
+// it): diagnostics for tests and benchmarks.
+func ParserStats() (fast, grammar int64) { return fastParsed.Load(), grammarParsed.Load() }
+
 // parseOne parses sql and returns its only statement as a node wrapper. More
 // than one statement, none, or text that does not parse is an error.
 func parseOne(sql string) (stmt node, err error) {
@@ -36,6 +46,11 @@ func parseOne(sql string) (stmt node, err error) {
 			return nil, fmt.Errorf("the statement holds a NUL byte")
 		}
 	}
+	if stmt, ok := fastParse(sql); ok {
+		fastParsed.Add(1)
+		return stmt, nil
+	}
+	grammarParsed.Add(1)
 	defer func() {
 		if r := recover(); r != nil {
 			stmt, err = nil, fmt.Errorf("the statement cannot be parsed")

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
 	"github.com/kubectl-assisted/kubectl-assisted/test/pgsnap"
@@ -105,6 +106,40 @@ func TestPostgresMajors(t *testing.T) {
 		servers[m] = harness.StartPostgresMajor(t, m)
 	}
 	t.Logf("started %d servers in %s", len(servers), time.Since(started).Round(time.Millisecond))
+
+	// The statement checker's fast path takes a bare word as a name only
+	// when it is not a keyword of another category than unreserved; its
+	// list must hold every such word of every major (pg_get_keywords()).
+	t.Run("keywords", func(t *testing.T) {
+		listed := map[string]bool{}
+		for _, w := range pg.NonUnreservedKeywords() {
+			listed[w] = true
+		}
+		for _, m := range pgMajors {
+			db := servers[m].NewDatabase(t)
+			rows, err := db.Connect(t).Query(context.Background(), `SELECT word FROM pg_catalog.pg_get_keywords() WHERE catcode <> 'U' ORDER BY word`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for rows.Next() {
+				var w string
+				if err := rows.Scan(&w); err != nil {
+					t.Fatal(err)
+				}
+				n++
+				if !listed[w] {
+					t.Errorf("PostgreSQL %d: %q is a keyword of a category other than unreserved, missing from pg.NonUnreservedKeywords", m, w)
+				}
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if n < 100 {
+				t.Errorf("PostgreSQL %d lists only %d non-unreserved keywords", m, n)
+			}
+		}
+	})
 
 	var mu sync.Mutex
 	sources := map[int]*pgMajorSource{}

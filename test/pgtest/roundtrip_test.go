@@ -182,3 +182,40 @@ func TestAnalyze(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestVerifyAssistedSchemaWithoutTheGrammar: every statement of a dump of
+// assisted-service's schema (the project's own DDL and, when ../shared is
+// present, the real release schema) is checked on the fast path's tree, so
+// verifying and restoring such a bundle never compiles PostgreSQL's grammar
+// (1.5 s of CPU and 250 MB per process); the edge-case schema, which holds
+// shapes outside the fast path, still goes to the grammar, and both verify.
+func TestVerifyAssistedSchemaWithoutTheGrammar(t *testing.T) {
+	schemas := []string{harness.OwnAssistedSchemaPath()}
+	if p := harness.RealAssistedSchemaPath(); p != "" {
+		schemas = append(schemas, p)
+	}
+	for _, path := range schemas {
+		db := harness.NewDatabase(t)
+		harness.LoadSQLFile(t, db.URL, path)
+		stream, _ := dump(t, db.URL, pg.DumpOptions{})
+		fast0, grammar0 := pg.ParserStats()
+		if _, err := pg.Verify(ctxFor(t), bytes.NewReader(stream)); err != nil {
+			t.Fatalf("verify the dump of %s: %v", path, err)
+		}
+		fast1, grammar1 := pg.ParserStats()
+		if grammar1 != grammar0 || fast1-fast0 < 20 {
+			t.Errorf("%s: %d statements checked on the fast path, %d with the grammar; want every one (at least 20) on the fast path",
+				path, fast1-fast0, grammar1-grammar0)
+		}
+	}
+	edge := harness.NewDatabase(t)
+	loadEdgeSchema(t, edge)
+	stream, _ := dump(t, edge.URL, pg.DumpOptions{})
+	_, grammar0 := pg.ParserStats()
+	if _, err := pg.Verify(ctxFor(t), bytes.NewReader(stream)); err != nil {
+		t.Fatalf("verify the edge-case dump: %v", err)
+	}
+	if _, grammar1 := pg.ParserStats(); grammar1 == grammar0 {
+		t.Error("the edge-case schema was checked without the grammar; it holds shapes (domains, ranges, exclusion constraints, comments) the fast path leaves to it")
+	}
+}

@@ -1,0 +1,1050 @@
+package pg
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// A fast path for the statement check. PostgreSQL's grammar as WebAssembly
+// (sqlparse.go) costs about 1.5 s of CPU and 250 MB of memory to compile in
+// every process, whatever the number of statements; most streams hold only
+// the few dozen statements of assisted-service's schema, in the handful of
+// shapes Dump writes for it.
+//
+// fastParse recognises exactly those shapes, in a deliberately narrow
+// spelling, and builds the parse tree that PostgreSQL's parser builds for
+// them (without "location" fields, which the checker ignores). The tree then
+// goes through the same checker as a tree from the real parser: the fast path
+// decides nothing about safety, it only saves the compilation. Whatever it
+// does not recognise exactly (another statement, another spelling, a comment,
+// a newline, an escape, a keyword where a name is expected, an operator it
+// does not know, an ambiguous precedence) it leaves to the real parser.
+//
+// That the trees are the real parser's is tested, not assumed:
+// TestFastParse_SameTreeAsPostgreSQL and FuzzFastParse compare every tree
+// fastParse builds with libpg_query's, and the keyword list below is checked
+// against pg_get_keywords() of every PostgreSQL major the suite runs
+// (test/pgtest).
+//
+// The narrow spelling:
+//   - tokens are separated by single spaces or by punctuation; no other
+//     white space, no comments, no semicolon;
+//   - keywords are upper case (CREATE, TABLE, ...), except the constants
+//     true and false and the words of type names, which are lower case as
+//     format_type writes them;
+//   - names are double-quoted (any content but control characters, at most
+//     63 bytes, "" for a quote) or bare: lower-case letters, digits and _,
+//     not a PostgreSQL keyword other than an unreserved one (such words
+//     mean the same as a quoted name wherever a name stands);
+//   - the text is valid UTF-8;
+//   - string constants are '...' with '' for a quote and no backslash or
+//     control character, never directly after a word (no E'', B'', X'',
+//     typed literals);
+//   - numbers are plain decimal: digits, optionally a point and digits, no
+//     leading zero, no exponent, not followed by a letter;
+//   - in expressions every operator's operands are single terms (a
+//     constant, a name, a call, an array, a cast or a parenthesised
+//     expression), as pg_get_expr writes them, so precedence never decides
+//     anything; AND and OR chains are of one operator.
+
+// nonUnreservedKeywords are the words PostgreSQL 12-17 list in
+// pg_get_keywords() with a category other than unreserved (reserved, column
+// name, type or function name): a bare one is not a plain name everywhere.
+var nonUnreservedKeywords = setOf(
+	// reserved
+	"all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "both", "case", "cast",
+	"check", "collate", "column", "constraint", "create", "current_catalog", "current_date", "current_role",
+	"current_time", "current_timestamp", "current_user", "default", "deferrable", "desc", "distinct", "do",
+	"else", "end", "except", "false", "fetch", "for", "foreign", "from", "grant", "group", "having", "in",
+	"initially", "intersect", "into", "lateral", "leading", "limit", "localtime", "localtimestamp", "not",
+	"null", "offset", "on", "only", "or", "order", "placing", "primary", "references", "returning", "select",
+	"session_user", "some", "symmetric", "system_user", "table", "then", "to", "trailing", "true", "union",
+	"unique", "user", "using", "variadic", "when", "where", "window", "with",
+	// type or function name
+	"authorization", "binary", "collation", "concurrently", "cross", "current_schema", "freeze", "full",
+	"ilike", "inner", "is", "isnull", "join", "left", "like", "natural", "notnull", "outer", "overlaps",
+	"right", "similar", "tablesample", "verbose",
+	// column name
+	"between", "bigint", "bit", "boolean", "char", "character", "coalesce", "dec", "decimal", "exists",
+	"extract", "float", "greatest", "grouping", "inout", "int", "integer", "interval", "json", "json_array",
+	"json_arrayagg", "json_exists", "json_object", "json_objectagg", "json_query", "json_scalar",
+	"json_serialize", "json_table", "json_value", "least", "merge_action", "national", "nchar", "none",
+	"normalize", "nullif", "numeric", "out", "overlay", "position", "precision", "real", "row", "setof",
+	"smallint", "substring", "time", "timestamp", "treat", "trim", "values", "varchar", "xmlattributes",
+	"xmlconcat", "xmlelement", "xmlexists", "xmlforest", "xmlnamespaces", "xmlparse", "xmlpi", "xmlroot",
+	"xmlserialize", "xmltable",
+)
+
+// NonUnreservedKeywords returns the words the fast statement parser never
+// takes as bare names (test/pgtest compares them with pg_get_keywords()).
+func NonUnreservedKeywords() []string { return sortedKeys(nonUnreservedKeywords) }
+
+type fastTokKind int
+
+const (
+	tkWord   fastTokKind = iota // a bare word, as written
+	tkQuoted                    // a double-quoted name, unescaped
+	tkString                    // a string constant, unescaped
+	tkNumber                    // digits, optionally with a point
+	tkOp                        // an operator
+	tkPunct                     // ( ) , . [ ]
+)
+
+type fastTok struct {
+	kind fastTokKind
+	text string
+}
+
+const maxFastTokens = 1 << 16
+
+// fastLex splits sql into tokens, or fails on anything outside the narrow
+// spelling.
+func fastLex(sql string) ([]fastTok, bool) {
+	var toks []fastTok
+	i := 0
+	for i < len(sql) {
+		if len(toks) > maxFastTokens {
+			return nil, false
+		}
+		c := sql[i]
+		switch {
+		case c == ' ':
+			i++
+		case c == '"':
+			var b strings.Builder
+			j := i + 1
+			for {
+				if j >= len(sql) {
+					return nil, false
+				}
+				if sql[j] < 0x20 || sql[j] == 0x7f {
+					return nil, false
+				}
+				if sql[j] == '"' {
+					if j+1 < len(sql) && sql[j+1] == '"' {
+						b.WriteByte('"')
+						j += 2
+						continue
+					}
+					break
+				}
+				b.WriteByte(sql[j])
+				j++
+			}
+			if b.Len() == 0 || b.Len() > 63 {
+				return nil, false
+			}
+			toks = append(toks, fastTok{tkQuoted, b.String()})
+			i = j + 1
+		case c == '\'':
+			var b strings.Builder
+			j := i + 1
+			for {
+				if j >= len(sql) {
+					return nil, false
+				}
+				if sql[j] < 0x20 || sql[j] == 0x7f || sql[j] == '\\' {
+					return nil, false
+				}
+				if sql[j] == '\'' {
+					if j+1 < len(sql) && sql[j+1] == '\'' {
+						b.WriteByte('\'')
+						j += 2
+						continue
+					}
+					break
+				}
+				b.WriteByte(sql[j])
+				j++
+			}
+			toks = append(toks, fastTok{tkString, b.String()})
+			i = j + 1
+		case c >= '0' && c <= '9':
+			j := i
+			for j < len(sql) && sql[j] >= '0' && sql[j] <= '9' {
+				j++
+			}
+			if sql[i] == '0' && j-i > 1 {
+				return nil, false
+			}
+			if j < len(sql) && sql[j] == '.' {
+				k := j + 1
+				for k < len(sql) && sql[k] >= '0' && sql[k] <= '9' {
+					k++
+				}
+				if k == j+1 {
+					return nil, false
+				}
+				j = k
+			}
+			if j < len(sql) && (isWordByte(sql[j]) || sql[j] == '.' || sql[j] == '$' || sql[j] == '\'' || sql[j] == '"') {
+				return nil, false
+			}
+			toks = append(toks, fastTok{tkNumber, sql[i:j]})
+			i = j
+		case isWordStart(c):
+			j := i
+			for j < len(sql) && isWordByte(sql[j]) {
+				j++
+			}
+			if j < len(sql) && (sql[j] == '$' || sql[j] == '\'' || sql[j] == '"' || sql[j] >= 0x80) {
+				return nil, false
+			}
+			w := sql[i:j]
+			if !allLower(w) && !allUpper(w) {
+				return nil, false
+			}
+			toks = append(toks, fastTok{tkWord, w})
+			i = j
+		case c == ':':
+			if i+1 < len(sql) && sql[i+1] == ':' && (i+2 >= len(sql) || !isOpByte(sql[i+2]) && sql[i+2] != ':') {
+				toks = append(toks, fastTok{tkOp, "::"})
+				i += 2
+				continue
+			}
+			return nil, false
+		case isOpByte(c):
+			j := i
+			for j < len(sql) && isOpByte(sql[j]) {
+				j++
+			}
+			op := sql[i:j]
+			switch op {
+			case "=", "<>", "<", ">", "<=", ">=", "+", "-", "*", "/", "||":
+			default:
+				return nil, false
+			}
+			toks = append(toks, fastTok{tkOp, op})
+			i = j
+		case c == '(' || c == ')' || c == ',' || c == '.' || c == '[' || c == ']':
+			toks = append(toks, fastTok{tkPunct, string(c)})
+			i++
+		default:
+			return nil, false
+		}
+	}
+	return toks, true
+}
+
+func isWordStart(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isWordByte(c byte) bool  { return isWordStart(c) || c >= '0' && c <= '9' }
+func isOpByte(c byte) bool    { return strings.IndexByte("+-*/<>=~!@#%^&|`?", c) >= 0 }
+
+func allLower(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] >= 'A' && w[i] <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+func allUpper(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] >= 'a' && w[i] <= 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// errFast ends a fast parse that met something outside the narrow spelling.
+type errFast struct{}
+
+// fastParser walks the tokens; every method panics with errFast when the
+// input is not one it recognises, and fastParse recovers.
+type fastParser struct {
+	toks  []fastTok
+	pos   int
+	depth int
+}
+
+// fastParse returns the statement's parse tree as a node wrapper, or false.
+func fastParse(sql string) (stmt node, ok bool) {
+	if !utf8.ValidString(sql) {
+		return nil, false
+	}
+	toks, ok := fastLex(sql)
+	if !ok || len(toks) == 0 {
+		return nil, false
+	}
+	p := &fastParser{toks: toks}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, is := r.(errFast); !is {
+				panic(r)
+			}
+			stmt, ok = nil, false
+		}
+	}()
+	stmt = p.statement()
+	if p.pos != len(p.toks) {
+		return nil, false
+	}
+	return stmt, true
+}
+
+func (p *fastParser) fail() { panic(errFast{}) }
+
+func (p *fastParser) peek() fastTok {
+	if p.pos >= len(p.toks) {
+		return fastTok{kind: -1}
+	}
+	return p.toks[p.pos]
+}
+
+func (p *fastParser) peekAt(n int) fastTok {
+	if p.pos+n >= len(p.toks) {
+		return fastTok{kind: -1}
+	}
+	return p.toks[p.pos+n]
+}
+
+func (p *fastParser) next() fastTok {
+	t := p.peek()
+	if t.kind < 0 {
+		p.fail()
+	}
+	p.pos++
+	return t
+}
+
+// is reports whether the next token is the upper-case keyword, punctuation
+// or operator text.
+func (p *fastParser) is(text string) bool {
+	t := p.peek()
+	return (t.kind == tkWord || t.kind == tkPunct || t.kind == tkOp) && t.text == text
+}
+
+func (p *fastParser) accept(text string) bool {
+	if p.is(text) {
+		p.pos++
+		return true
+	}
+	return false
+}
+
+func (p *fastParser) expect(words ...string) {
+	for _, w := range words {
+		if !p.accept(w) {
+			p.fail()
+		}
+	}
+}
+
+// name reads a quoted name or a bare one that is a plain name.
+func (p *fastParser) name() string {
+	t := p.next()
+	switch t.kind {
+	case tkQuoted:
+		return t.text
+	case tkWord:
+		if allLower(t.text) && !nonUnreservedKeywords[t.text] && len(t.text) <= 63 {
+			return t.text
+		}
+	}
+	p.fail()
+	return ""
+}
+
+func (p *fastParser) isName() bool {
+	t := p.peek()
+	return t.kind == tkQuoted || t.kind == tkWord && allLower(t.text) && !nonUnreservedKeywords[t.text]
+}
+
+// qualifiedName reads schema.name.
+func (p *fastParser) qualifiedName() (string, string) {
+	s := p.name()
+	p.expect(".")
+	return s, p.name()
+}
+
+func fnode(typ string, body node) node { return node{typ: body} }
+
+func fstring(s string) node { return fnode("String", node{"sval": s}) }
+
+func fstrings(ss ...string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = fstring(s)
+	}
+	return out
+}
+
+func rangeVarNode(schema, name string, inh bool, persistence string) node {
+	rv := node{"schemaname": schema, "relname": name, "relpersistence": persistence}
+	if inh {
+		rv["inh"] = true
+	}
+	return rv
+}
+
+func (p *fastParser) statement() node {
+	switch {
+	case p.is("CREATE"):
+		p.next()
+		switch {
+		case p.accept("SCHEMA"):
+			return fnode("CreateSchemaStmt", node{"schemaname": p.name()})
+		case p.is("UNLOGGED") || p.is("SEQUENCE") || p.is("TABLE"):
+			persistence := "p"
+			if p.accept("UNLOGGED") {
+				persistence = "u"
+			}
+			if p.accept("SEQUENCE") {
+				return p.createSequence(persistence)
+			}
+			p.expect("TABLE")
+			return p.createTable(persistence)
+		case p.is("UNIQUE") || p.is("INDEX"):
+			return p.createIndex()
+		}
+	case p.is("ALTER"):
+		p.next()
+		if p.accept("SEQUENCE") {
+			return p.ownedBy()
+		}
+		p.expect("TABLE")
+		return p.alterTableAddConstraint()
+	case p.is("SELECT"):
+		return p.setval()
+	}
+	p.fail()
+	return nil
+}
+
+// signedNumber reads a number with an optional minus, as the grammar's
+// NumericOnly makes it: an Integer node when it fits 32 bits, else a Float
+// with the text.
+func (p *fastParser) signedNumber() node {
+	neg := p.accept("-")
+	t := p.next()
+	if t.kind != tkNumber {
+		p.fail()
+	}
+	text := t.text
+	if neg {
+		text = "-" + text
+	}
+	if !strings.Contains(t.text, ".") {
+		if v, err := strconv.ParseInt(t.text, 10, 32); err == nil {
+			if neg {
+				v = -v
+			}
+			if v == 0 {
+				return fnode("Integer", node{})
+			}
+			return fnode("Integer", node{"ival": json.Number(strconv.FormatInt(v, 10))})
+		}
+	}
+	return fnode("Float", node{"fval": text})
+}
+
+func defElem(name string, arg any) node {
+	d := node{"defname": name, "defaction": "DEFELEM_UNSPEC"}
+	if arg != nil {
+		d["arg"] = arg
+	}
+	return fnode("DefElem", d)
+}
+
+func (p *fastParser) createSequence(persistence string) node {
+	schema, name := p.qualifiedName()
+	var opts []any
+	for p.pos < len(p.toks) {
+		switch {
+		case p.accept("AS"):
+			opts = append(opts, defElem("as", fnode("TypeName", p.simpleTypeName())))
+		case p.accept("START"):
+			p.expect("WITH")
+			opts = append(opts, defElem("start", p.signedNumber()))
+		case p.accept("INCREMENT"):
+			p.expect("BY")
+			opts = append(opts, defElem("increment", p.signedNumber()))
+		case p.accept("MINVALUE"):
+			opts = append(opts, defElem("minvalue", p.signedNumber()))
+		case p.accept("MAXVALUE"):
+			opts = append(opts, defElem("maxvalue", p.signedNumber()))
+		case p.accept("CACHE"):
+			opts = append(opts, defElem("cache", p.signedNumber()))
+		case p.accept("CYCLE"):
+			opts = append(opts, defElem("cycle", fnode("Boolean", node{"boolval": true})))
+		case p.accept("NO"):
+			p.expect("CYCLE")
+			opts = append(opts, defElem("cycle", fnode("Boolean", node{"boolval": false})))
+		default:
+			p.fail()
+		}
+	}
+	b := node{"sequence": rangeVarNode(schema, name, true, persistence)}
+	if len(opts) > 0 {
+		b["options"] = opts
+	}
+	return fnode("CreateSeqStmt", b)
+}
+
+func (p *fastParser) ownedBy() node {
+	schema, name := p.qualifiedName()
+	p.expect("OWNED", "BY")
+	a := p.name()
+	p.expect(".")
+	b := p.name()
+	p.expect(".")
+	c := p.name()
+	return fnode("AlterSeqStmt", node{
+		"sequence": rangeVarNode(schema, name, true, "p"),
+		"options":  []any{defElem("owned_by", fnode("List", node{"items": fstrings(a, b, c)}))},
+	})
+}
+
+func (p *fastParser) createTable(persistence string) node {
+	schema, name := p.qualifiedName()
+	p.expect("(")
+	var elts []any
+	for {
+		if p.is("CONSTRAINT") {
+			p.next()
+			conname := p.name()
+			p.expect("CHECK")
+			elts = append(elts, fnode("Constraint", p.checkBody(conname)))
+		} else {
+			elts = append(elts, p.columnDef())
+		}
+		if p.accept(")") {
+			break
+		}
+		p.expect(",")
+	}
+	b := node{"relation": rangeVarNode(schema, name, true, persistence), "oncommit": "ONCOMMIT_NOOP"}
+	if len(elts) > 0 {
+		b["tableElts"] = elts
+	}
+	if p.accept("WITH") {
+		b["options"] = p.storageOptions()
+	}
+	return fnode("CreateStmt", b)
+}
+
+// checkBody reads ( expr ) after CHECK.
+func (p *fastParser) checkBody(conname string) node {
+	p.expect("(")
+	e := p.expr()
+	p.expect(")")
+	k := node{"contype": "CONSTR_CHECK", "initially_valid": true, "raw_expr": e}
+	if conname != "" {
+		k["conname"] = conname
+	}
+	return k
+}
+
+func (p *fastParser) columnDef() node {
+	col := p.name()
+	def := node{"colname": col, "typeName": p.typeName(), "is_local": true}
+	var cons []any
+	if p.accept("DEFAULT") {
+		cons = append(cons, fnode("Constraint", node{"contype": "CONSTR_DEFAULT", "raw_expr": p.term()}))
+	}
+	if p.accept("NOT") {
+		p.expect("NULL")
+		cons = append(cons, fnode("Constraint", node{"contype": "CONSTR_NOTNULL"}))
+	}
+	if len(cons) > 0 {
+		def["constraints"] = cons
+	}
+	return fnode("ColumnDef", def)
+}
+
+// storageOptions reads ( name='value', toast.name='value', ... ).
+func (p *fastParser) storageOptions() []any {
+	p.expect("(")
+	var opts []any
+	for {
+		t := p.next()
+		if t.kind != tkWord || !allLower(t.text) {
+			p.fail()
+		}
+		d := node{"defname": t.text, "defaction": "DEFELEM_UNSPEC"}
+		if p.accept(".") {
+			if t.text != "toast" {
+				p.fail()
+			}
+			n := p.next()
+			if n.kind != tkWord || !allLower(n.text) {
+				p.fail()
+			}
+			d["defnamespace"], d["defname"] = "toast", n.text
+		}
+		p.expect("=")
+		v := p.next()
+		if v.kind != tkString {
+			p.fail()
+		}
+		d["arg"] = fstring(v.text)
+		opts = append(opts, fnode("DefElem", d))
+		if p.accept(")") {
+			return opts
+		}
+		p.expect(",")
+	}
+}
+
+// nameList reads ( name, ... ).
+func (p *fastParser) nameList() []any {
+	p.expect("(")
+	var out []string
+	for {
+		out = append(out, p.name())
+		if p.accept(")") {
+			return fstrings(out...)
+		}
+		p.expect(",")
+	}
+}
+
+var fkActions = map[string]string{"NO ACTION": "a", "RESTRICT": "r", "CASCADE": "c", "SET NULL": "n", "SET DEFAULT": "d"}
+
+func (p *fastParser) fkAction() string {
+	var w string
+	switch {
+	case p.accept("NO"):
+		p.expect("ACTION")
+		w = "NO ACTION"
+	case p.accept("RESTRICT"):
+		w = "RESTRICT"
+	case p.accept("CASCADE"):
+		w = "CASCADE"
+	case p.accept("SET"):
+		switch {
+		case p.accept("NULL"):
+			w = "SET NULL"
+		case p.accept("DEFAULT"):
+			w = "SET DEFAULT"
+		default:
+			p.fail()
+		}
+		if p.is("(") {
+			p.fail() // SET NULL (columns): left to the real parser
+		}
+	default:
+		p.fail()
+	}
+	return fkActions[w]
+}
+
+func (p *fastParser) alterTableAddConstraint() node {
+	inh := !p.accept("ONLY")
+	schema, name := p.qualifiedName()
+	p.expect("ADD", "CONSTRAINT")
+	conname := p.name()
+	var k node
+	switch {
+	case p.accept("PRIMARY"):
+		p.expect("KEY")
+		k = node{"contype": "CONSTR_PRIMARY", "conname": conname, "keys": p.nameList()}
+	case p.accept("UNIQUE"):
+		k = node{"contype": "CONSTR_UNIQUE", "conname": conname, "keys": p.nameList()}
+	case p.accept("CHECK"):
+		k = p.checkBody(conname)
+	case p.accept("FOREIGN"):
+		p.expect("KEY")
+		fk := p.nameList()
+		p.expect("REFERENCES")
+		ps, pn := p.qualifiedName()
+		pk := p.nameList()
+		upd, del := "a", "a"
+		if p.accept("ON") {
+			if p.accept("UPDATE") {
+				upd = p.fkAction()
+				if p.accept("ON") {
+					p.expect("DELETE")
+					del = p.fkAction()
+				}
+			} else {
+				p.expect("DELETE")
+				del = p.fkAction()
+			}
+		}
+		k = node{"contype": "CONSTR_FOREIGN", "conname": conname, "initially_valid": true,
+			"pktable": rangeVarNode(ps, pn, true, "p"), "fk_attrs": fk, "pk_attrs": pk,
+			"fk_matchtype": "s", "fk_upd_action": upd, "fk_del_action": del}
+	default:
+		p.fail()
+	}
+	return fnode("AlterTableStmt", node{
+		"relation": rangeVarNode(schema, name, inh, "p"),
+		"cmds": []any{fnode("AlterTableCmd", node{"subtype": "AT_AddConstraint",
+			"def": fnode("Constraint", k), "behavior": "DROP_RESTRICT"})},
+		"objtype": "OBJECT_TABLE",
+	})
+}
+
+func (p *fastParser) createIndex() node {
+	unique := p.accept("UNIQUE")
+	p.expect("INDEX")
+	idx := p.name()
+	p.expect("ON")
+	inh := !p.accept("ONLY")
+	schema, name := p.qualifiedName()
+	p.expect("USING")
+	method := p.name()
+	p.expect("(")
+	var params []any
+	for {
+		params = append(params, fnode("IndexElem", node{"name": p.name(), "ordering": "SORTBY_DEFAULT", "nulls_ordering": "SORTBY_NULLS_DEFAULT"}))
+		if p.accept(")") {
+			break
+		}
+		p.expect(",")
+	}
+	b := node{"idxname": idx, "relation": rangeVarNode(schema, name, inh, "p"), "accessMethod": method, "indexParams": params}
+	if p.accept("WHERE") {
+		b["whereClause"] = p.term()
+	}
+	if unique {
+		b["unique"] = true
+	}
+	return fnode("IndexStmt", b)
+}
+
+func (p *fastParser) setval() node {
+	p.expect("SELECT")
+	if p.next().text != "pg_catalog" {
+		p.fail()
+	}
+	p.expect(".")
+	if t := p.next(); t.kind != tkWord || t.text != "setval" {
+		p.fail()
+	}
+	p.expect("(")
+	seq := p.next()
+	if seq.kind != tkString {
+		p.fail()
+	}
+	p.expect(",")
+	num := p.next()
+	if num.kind != tkNumber || strings.Contains(num.text, ".") {
+		p.fail()
+	}
+	p.expect(",")
+	if t := p.peek(); t.kind != tkWord || t.text != "true" && t.text != "false" {
+		p.fail()
+	}
+	called := p.constant()
+	p.expect(")")
+	call := fnode("FuncCall", node{
+		"funcname":   fstrings("pg_catalog", "setval"),
+		"args":       []any{stringConst(seq.text), numberConst(num.text), called},
+		"funcformat": "COERCE_EXPLICIT_CALL",
+	})
+	return fnode("SelectStmt", node{
+		"targetList":  []any{fnode("ResTarget", node{"val": call})},
+		"limitOption": "LIMIT_OPTION_DEFAULT",
+		"op":          "SETOP_NONE",
+	})
+}
+
+func stringConst(s string) node { return fnode("A_Const", node{"sval": node{"sval": s}}) }
+
+// numberConst is an unsigned number as a constant: ival when it fits 32
+// bits, else fval.
+func numberConst(text string) node {
+	if !strings.Contains(text, ".") {
+		if v, err := strconv.ParseInt(text, 10, 32); err == nil {
+			if v == 0 {
+				return fnode("A_Const", node{"ival": node{}})
+			}
+			return fnode("A_Const", node{"ival": node{"ival": json.Number(text)}})
+		}
+	}
+	return fnode("A_Const", node{"fval": node{"fval": text}})
+}
+
+// constant reads a string, number, true, false or NULL, or returns nil.
+func (p *fastParser) constant() node {
+	t := p.peek()
+	switch {
+	case t.kind == tkString:
+		p.next()
+		return stringConst(t.text)
+	case t.kind == tkNumber:
+		p.next()
+		return numberConst(t.text)
+	case t.kind == tkWord && t.text == "true":
+		p.next()
+		return fnode("A_Const", node{"boolval": node{"boolval": true}})
+	case t.kind == tkWord && t.text == "false":
+		p.next()
+		return fnode("A_Const", node{"boolval": node{}})
+	case t.kind == tkWord && t.text == "NULL":
+		p.next()
+		return fnode("A_Const", node{"isnull": true})
+	}
+	p.fail()
+	return nil
+}
+
+// typeSpellings maps format_type's spellings of built-in types (as word
+// sequences) to the parser's names; a typmod list may follow the first word
+// for those marked.
+var typeSpellings = []struct {
+	words  []string
+	names  []string
+	typmod int // index of the word after which "(n[,m])" may stand; -1 none
+}{
+	{[]string{"timestamp", "with", "time", "zone"}, []string{"pg_catalog", "timestamptz"}, 0},
+	{[]string{"timestamp", "without", "time", "zone"}, []string{"pg_catalog", "timestamp"}, 0},
+	{[]string{"time", "with", "time", "zone"}, []string{"pg_catalog", "timetz"}, 0},
+	{[]string{"time", "without", "time", "zone"}, []string{"pg_catalog", "time"}, 0},
+	{[]string{"character", "varying"}, []string{"pg_catalog", "varchar"}, 1},
+	{[]string{"double", "precision"}, []string{"pg_catalog", "float8"}, -1},
+	{[]string{"character"}, []string{"pg_catalog", "bpchar"}, 0},
+	{[]string{"bigint"}, []string{"pg_catalog", "int8"}, -1},
+	{[]string{"integer"}, []string{"pg_catalog", "int4"}, -1},
+	{[]string{"smallint"}, []string{"pg_catalog", "int2"}, -1},
+	{[]string{"boolean"}, []string{"pg_catalog", "bool"}, -1},
+	{[]string{"real"}, []string{"pg_catalog", "float4"}, -1},
+	{[]string{"numeric"}, []string{"pg_catalog", "numeric"}, 0},
+	{[]string{"interval"}, []string{"pg_catalog", "interval"}, -1},
+}
+
+// genericTypes are built-in types format_type writes as their plain,
+// non-keyword name.
+var genericTypes = setOf("text", "inet", "cidr", "jsonb", "bytea", "uuid", "date", "macaddr", "macaddr8", "regclass", "oid", "tsvector", "money", "xml", "point", "int4range", "int8range", "numrange", "tsrange", "tstzrange", "daterange")
+
+// typeName reads a type (the grammar's Typename): a simple type name, then
+// [] for an array.
+func (p *fastParser) typeName() node {
+	tn := p.simpleTypeName()
+	if p.is("[") {
+		p.next()
+		p.expect("]")
+		if p.is("[") {
+			p.fail()
+		}
+		tn["arrayBounds"] = []any{fnode("Integer", node{"ival": json.Number("-1")})}
+	}
+	return tn
+}
+
+// simpleTypeName reads a built-in spelling, a generic built-in name, or a
+// schema-qualified name (the grammar's SimpleTypename: no array bounds).
+func (p *fastParser) simpleTypeName() node {
+	tn := node{"typemod": json.Number("-1")}
+	matched := false
+	for _, sp := range typeSpellings {
+		if !p.wordsAhead(sp.words) {
+			continue
+		}
+		// "character" alone must not take "character varying"; the table
+		// lists longer spellings first.
+		for i, w := range sp.words {
+			p.expect(w)
+			if i == sp.typmod && p.is("(") {
+				tn["typmods"] = p.typmods()
+			}
+		}
+		if sp.names[1] == "bpchar" && tn["typmods"] == nil {
+			p.fail() // character without a length is character(1): left to the real parser
+		}
+		tn["names"] = fstrings(sp.names...)
+		matched = true
+		break
+	}
+	if !matched {
+		t := p.peek()
+		switch {
+		case t.kind == tkWord && genericTypes[t.text] && !p.peekIs(1, "."):
+			p.next()
+			tn["names"] = fstrings(t.text)
+		default:
+			schema, name := p.qualifiedName()
+			if schema == "pg_catalog" {
+				p.fail()
+			}
+			tn["names"] = fstrings(schema, name)
+		}
+	}
+	return tn
+}
+
+func (p *fastParser) peekIs(n int, text string) bool {
+	t := p.peekAt(n)
+	return (t.kind == tkWord || t.kind == tkPunct || t.kind == tkOp) && t.text == text
+}
+
+func (p *fastParser) wordsAhead(words []string) bool {
+	k := 0
+	for _, w := range words {
+		// a typmod may sit between the words: skip over "( ... )"
+		if p.peekIs(k, "(") {
+			for p.peekAt(k).kind >= 0 && !p.peekIs(k, ")") {
+				k++
+			}
+			k++
+		}
+		t := p.peekAt(k)
+		if t.kind != tkWord || t.text != w {
+			return false
+		}
+		k++
+	}
+	return true
+}
+
+// typmods reads (n) or (n, m) of unsigned integers.
+func (p *fastParser) typmods() []any {
+	p.expect("(")
+	var out []any
+	for {
+		t := p.next()
+		if t.kind != tkNumber || strings.Contains(t.text, ".") {
+			p.fail()
+		}
+		if _, err := strconv.ParseInt(t.text, 10, 32); err != nil {
+			p.fail()
+		}
+		out = append(out, numberConst(t.text))
+		if p.accept(")") {
+			return out
+		}
+		p.expect(",")
+	}
+}
+
+const maxFastDepth = 64
+
+var comparisonOps = setOf("=", "<>", "<", ">", "<=", ">=")
+var arithmeticOps = setOf("+", "-", "*", "/", "||")
+
+// expr reads one expression at the top of a parenthesis:
+//
+//	term
+//	term op term                 (one comparison or arithmetic operator)
+//	term cmp ANY ( expr )
+//	term AND term [AND term ...] (likewise OR)
+//	NOT term
+//	term IS [NOT] NULL
+func (p *fastParser) expr() node {
+	p.depth++
+	if p.depth > maxFastDepth {
+		p.fail()
+	}
+	defer func() { p.depth-- }()
+	if p.accept("NOT") {
+		return fnode("BoolExpr", node{"boolop": "NOT_EXPR", "args": []any{p.term()}})
+	}
+	left := p.term()
+	t := p.peek()
+	switch {
+	case t.kind == tkOp && (comparisonOps[t.text] || arithmeticOps[t.text]):
+		p.next()
+		if comparisonOps[t.text] && p.accept("ANY") {
+			p.expect("(")
+			arr := p.expr()
+			p.expect(")")
+			return fnode("A_Expr", node{"kind": "AEXPR_OP_ANY", "name": fstrings(t.text), "lexpr": left, "rexpr": arr})
+		}
+		right := p.term()
+		return fnode("A_Expr", node{"kind": "AEXPR_OP", "name": fstrings(t.text), "lexpr": left, "rexpr": right})
+	case p.is("AND") || p.is("OR"):
+		op := t.text
+		args := []any{left}
+		for p.accept(op) {
+			args = append(args, p.term())
+		}
+		if p.is("AND") || p.is("OR") {
+			p.fail()
+		}
+		return fnode("BoolExpr", node{"boolop": op + "_EXPR", "args": args})
+	case p.is("IS"):
+		p.next()
+		test := "IS_NULL"
+		if p.accept("NOT") {
+			test = "IS_NOT_NULL"
+		}
+		p.expect("NULL")
+		return fnode("NullTest", node{"arg": left, "nulltesttype": test})
+	}
+	return left
+}
+
+// term reads a constant, a column, a call, ARRAY[...], CURRENT_TIMESTAMP or
+// ( expr ), then any number of ::type casts.
+func (p *fastParser) term() node {
+	p.depth++
+	if p.depth > maxFastDepth {
+		p.fail()
+	}
+	defer func() { p.depth-- }()
+	var e node
+	t := p.peek()
+	switch {
+	case p.is("("):
+		p.next()
+		e = p.expr()
+		p.expect(")")
+	case p.is("ARRAY"):
+		p.next()
+		p.expect("[")
+		var elems []any
+		if !p.is("]") {
+			for {
+				elems = append(elems, p.expr())
+				if !p.accept(",") {
+					break
+				}
+			}
+		}
+		p.expect("]")
+		b := node{}
+		if len(elems) > 0 {
+			b["elements"] = elems
+		}
+		e = fnode("A_ArrayExpr", b)
+	case p.is("CURRENT_TIMESTAMP"):
+		p.next()
+		if p.is("(") {
+			p.fail()
+		}
+		e = fnode("SQLValueFunction", node{"op": "SVFOP_CURRENT_TIMESTAMP", "typmod": json.Number("-1")})
+	case t.kind == tkString || t.kind == tkNumber || t.kind == tkWord && (t.text == "true" || t.text == "false" || t.text == "NULL"):
+		e = p.constant()
+	case p.isName():
+		first := p.name()
+		names := []string{first}
+		if p.accept(".") {
+			names = append(names, p.name())
+			if !p.is("(") {
+				p.fail() // qualified column references: left to the real parser
+			}
+		}
+		if p.accept("(") {
+			call := node{"funcname": fstrings(names...), "funcformat": "COERCE_EXPLICIT_CALL"}
+			if !p.accept(")") {
+				var args []any
+				for {
+					args = append(args, p.expr())
+					if p.accept(")") {
+						break
+					}
+					p.expect(",")
+				}
+				call["args"] = args
+			}
+			e = fnode("FuncCall", call)
+		} else {
+			e = fnode("ColumnRef", node{"fields": fstrings(first)})
+		}
+	default:
+		p.fail()
+	}
+	for p.accept("::") {
+		e = fnode("TypeCast", node{"arg": e, "typeName": p.typeName()})
+	}
+	if p.is("[") || p.is(".") {
+		p.fail() // subscripts and field selection: left to the real parser
+	}
+	return e
+}

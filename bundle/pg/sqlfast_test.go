@@ -1,0 +1,508 @@
+package pg
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	pgparser "github.com/wasilibs/go-pgquery/parser"
+)
+
+// grammarTree parses sql with PostgreSQL's grammar (libpg_query) and returns
+// its only statement with every "location" field removed, as fastParse
+// builds it; ok is false when the grammar does not give exactly one
+// statement.
+func grammarTree(t testing.TB, sql string) (node, bool) {
+	t.Helper()
+	out, err := pgparser.ParseToJSON(sql)
+	if err != nil {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(out)))
+	dec.UseNumber()
+	var tree struct {
+		Stmts []struct {
+			Stmt node `json:"stmt"`
+		} `json:"stmts"`
+	}
+	if err := dec.Decode(&tree); err != nil {
+		t.Fatalf("decode libpg_query output: %v", err)
+	}
+	if len(tree.Stmts) != 1 {
+		return nil, false
+	}
+	return stripLocations(tree.Stmts[0].Stmt).(node), true
+}
+
+func stripLocations(v any) any {
+	switch x := v.(type) {
+	case node:
+		out := node{}
+		for k, e := range x {
+			if k != "location" {
+				out[k] = stripLocations(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = stripLocations(e)
+		}
+		return out
+	}
+	return v
+}
+
+// sameAsGrammar fails the test when fastParse accepts sql with a tree that
+// is not the grammar's; it reports whether fastParse accepted it.
+func sameAsGrammar(t testing.TB, sql string) bool {
+	t.Helper()
+	fast, ok := fastParse(sql)
+	if !ok {
+		return false
+	}
+	want, ok := grammarTree(t, sql)
+	if !ok {
+		t.Fatalf("the fast path accepted what PostgreSQL's grammar refuses or reads as several statements:\n%s", sql)
+	}
+	if !reflect.DeepEqual(fast, want) {
+		got, _ := json.Marshal(fast)
+		exp, _ := json.Marshal(want)
+		t.Fatalf("the fast path's tree differs from PostgreSQL's for\n%s\nfast:    %s\ngrammar: %s", sql, got, exp)
+	}
+	return true
+}
+
+// dumpedStatements are statements as Dump writes them for assisted-service's
+// schema (a dump of the release-4.19 schema, ../shared/fixtures) and for
+// other shapes GORM and pg_get_*def produce.
+var dumpedStatements = []string{
+	`CREATE SCHEMA "public"`,
+	`CREATE SEQUENCE "public"."events_id_seq" AS bigint START WITH 1 INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 CACHE 1 NO CYCLE`,
+	`CREATE UNLOGGED SEQUENCE "public"."s" AS integer START WITH -5 INCREMENT BY -1 MINVALUE -2147483648 MAXVALUE -1 CACHE 1 CYCLE`,
+	`CREATE SEQUENCE "public"."s" AS smallint START WITH 0 INCREMENT BY 1 MINVALUE 0 MAXVALUE 32767 CACHE 20 NO CYCLE`,
+	`ALTER SEQUENCE "public"."events_id_seq" OWNED BY "public"."events"."id"`,
+	`CREATE TABLE "public"."api_vips" ("cluster_id" text NOT NULL, "ip" inet NOT NULL, "verification" text)`,
+	`CREATE TABLE "public"."events" ("id" bigint DEFAULT nextval('public.events_id_seq'::regclass) NOT NULL, "created_at" timestamp with time zone, "message" character varying(4096), "props" text) WITH (autovacuum_vacuum_scale_factor='0.05', autovacuum_analyze_scale_factor='0.025')`,
+	`CREATE TABLE "public"."clusters" ("id" text NOT NULL, "load_balancer_type" text DEFAULT 'cluster-managed'::text NOT NULL, "logs_info" character varying(2048), CONSTRAINT "chk_clusters_load_balancer_type" CHECK ((load_balancer_type = ANY (ARRAY['cluster-managed'::text, 'user-managed'::text]))))`,
+	`CREATE TABLE "public"."t" ("a" text DEFAULT 'x'::text NOT NULL, "c" timestamp with time zone DEFAULT now(), "d" character varying(255)[], "e" boolean DEFAULT false, "f" numeric(10,2) DEFAULT 1.5, "g" integer DEFAULT 0, "h" text DEFAULT ''::text, "i" boolean DEFAULT true) WITH (fillfactor='90', toast.autovacuum_enabled='false')`,
+	`CREATE TABLE "public"."u" ("a" text DEFAULT NULL::text, "b" timestamp without time zone DEFAULT CURRENT_TIMESTAMP, "c" double precision, "d" real, "e" smallint, "f" date, "g" jsonb DEFAULT '{}'::jsonb, "h" character(3), "i" interval, "j" timestamp(3) with time zone, "k" public.myenum, "l" text[] DEFAULT '{}'::text[], "m" uuid, "n" bytea, "o" time without time zone, "p" character varying, "q" time(6) with time zone, "r" numeric, "s" "Mixed Schema"."Label"[])`,
+	`CREATE UNLOGGED TABLE "Mixed Schema"."it's ""quoted""" ("Col" text, CONSTRAINT "c" CHECK ((NOT ("Col" = 'x'::text))), CONSTRAINT "d" CHECK ((("Col")::text <> ''::text)), CONSTRAINT "e" CHECK ((("Col" || 'y'::text) = 'z'::text)))`,
+	`CREATE TABLE "public"."v" ("a" integer, "b" integer, CONSTRAINT "c" CHECK ((((a IS NOT NULL) AND (b > 0)) OR (a IS NULL))), CONSTRAINT "d" CHECK (((a + b) < (a * 2))), CONSTRAINT "e" CHECK ((a <= ANY (ARRAY[1, 2, 3]))), CONSTRAINT "f" CHECK ((length(('x'::text || a)) > 0)))`,
+	`ALTER TABLE ONLY "public"."api_vips" ADD CONSTRAINT "api_vips_pkey" PRIMARY KEY (cluster_id, ip)`,
+	`ALTER TABLE ONLY "public"."monitored_operators" ADD CONSTRAINT "monitored_operators_pkey" PRIMARY KEY (cluster_id, name)`,
+	`ALTER TABLE ONLY "public"."t" ADD CONSTRAINT "u" UNIQUE (a, "B", "select")`,
+	`ALTER TABLE "public"."t" ADD CONSTRAINT "c" CHECK (((a IS NOT NULL) AND (b > 0) AND (c IS NULL)))`,
+	`ALTER TABLE ONLY "public"."hosts" ADD CONSTRAINT "fk_hosts_cluster" FOREIGN KEY (cluster_id) REFERENCES public.clusters(id) ON DELETE CASCADE`,
+	`ALTER TABLE ONLY "public"."t" ADD CONSTRAINT "fk2" FOREIGN KEY (a, b) REFERENCES public.c(x, y) ON UPDATE RESTRICT ON DELETE SET NULL`,
+	`ALTER TABLE ONLY "public"."t" ADD CONSTRAINT "fk3" FOREIGN KEY (a) REFERENCES "Mixed Schema"."C"("X") ON UPDATE CASCADE`,
+	`ALTER TABLE ONLY "public"."t" ADD CONSTRAINT "fk4" FOREIGN KEY (a) REFERENCES public.c(x) ON UPDATE NO ACTION ON DELETE SET DEFAULT`,
+	`CREATE INDEX hosts_by_cluster_id ON public.hosts USING btree (cluster_id)`,
+	`CREATE INDEX idx_events_cluster_id ON public.events USING btree (cluster_id)`,
+	`CREATE UNIQUE INDEX idx ON public.t USING btree (a, b) WHERE (deleted_at IS NULL)`,
+	`CREATE INDEX "Odd Index" ON ONLY "Mixed Schema"."T" USING hash ("Col")`,
+	`CREATE INDEX i ON public.t USING gin (data) WHERE (status <> 'x'::text)`,
+	`SELECT pg_catalog.setval('"public"."events_id_seq"', 1, false)`,
+	`SELECT pg_catalog.setval('"public"."s"', 3000000000, true)`,
+	`SELECT pg_catalog.setval('"Mixed Schema"."Odd Seq"', 0, true)`,
+}
+
+// TestFastParse_SameTreeAsPostgreSQL: every statement of the corpus is
+// taken by the fast path, with the tree PostgreSQL's own grammar gives it;
+// the statements of the checker's own corpus that the fast path takes give
+// the grammar's tree too.
+func TestFastParse_SameTreeAsPostgreSQL(t *testing.T) {
+	for _, sql := range dumpedStatements {
+		if !sameAsGrammar(t, sql) {
+			t.Errorf("the fast path leaves a statement Dump writes to the grammar:\n%s", sql)
+		}
+	}
+	taken := 0
+	for _, o := range append(append([]object{}, goodPre...), goodPost...) {
+		if sameAsGrammar(t, o.SQL) {
+			taken++
+		}
+	}
+	if taken == 0 {
+		t.Error("the fast path took none of the checker's corpus")
+	}
+}
+
+// TestFastParse_LeavesTheRestToTheGrammar: spellings outside the narrow
+// subset are not taken, whatever they mean, so the grammar decides.
+func TestFastParse_LeavesTheRestToTheGrammar(t *testing.T) {
+	for _, sql := range []string{
+		"CREATE SCHEMA \"public\"\n",
+		"CREATE SCHEMA \"public\" -- comment",
+		`CREATE SCHEMA "public" /* comment */`,
+		`CREATE SCHEMA "public";`,
+		`CREATE SCHEMA "public"; CREATE ROLE x SUPERUSER`,
+		"CREATE\tSCHEMA \"public\"",
+		`create schema "public"`,
+		`CREATE SCHEMA Public`,
+		`CREATE SCHEMA select`,
+		`CREATE SCHEMA "` + strings.Repeat("a", 64) + `"`,
+		`CREATE SCHEMA ` + strings.Repeat("a", 64),
+		`CREATE SCHEMA ""`,
+		`CREATE SCHEMA a$b`,
+		`CREATE SCHEMA U&"a"`,
+		`CREATE SCHEMA "public" AUTHORIZATION postgres`,
+		`CREATE TABLE "public"."t" ("a" text DEFAULT E'x\n'::text)`,
+		`CREATE TABLE "public"."t" ("a" text DEFAULT 'x\'::text)`,
+		`CREATE TABLE "public"."t" ("a" text DEFAULT $$x$$::text)`,
+		`CREATE TABLE "public"."t" ("a" integer DEFAULT -1)`,
+		`CREATE TABLE "public"."t" ("a" integer DEFAULT 007)`,
+		`CREATE TABLE "public"."t" ("a" integer DEFAULT 1e5)`,
+		`CREATE TABLE "public"."t" ("a" integer DEFAULT 0x10)`,
+		`CREATE TABLE "public"."t" ("a" integer DEFAULT 1_000)`,
+		`CREATE TABLE "public"."t" ("a" integer DEFAULT 1abc)`,
+		`CREATE TABLE "public"."t" ("a" integer DEFAULT (1 + 2 + 3))`,
+		`CREATE TABLE "public"."t" ("a" integer, CONSTRAINT "c" CHECK ((a = 1 = true)))`,
+		`CREATE TABLE "public"."t" ("a" integer, CONSTRAINT "c" CHECK ((a=-1)))`,
+		`CREATE TABLE "public"."t" ("a" integer, CONSTRAINT "c" CHECK ((a != 1)))`,
+		`CREATE TABLE "public"."t" ("a" integer, CONSTRAINT "c" CHECK ((a ~~ 'x'::text)))`,
+		`CREATE TABLE "public"."t" ("a" integer, CONSTRAINT "c" CHECK ((a = 1 AND b = 2)))`,
+		`CREATE TABLE "public"."t" ("a" integer, CONSTRAINT "c" CHECK (((a = 1) AND (b = 2) OR (c = 3))))`,
+		`CREATE TABLE "public"."t" ("a" integer, CONSTRAINT "c" CHECK ((NOT a = 1)))`,
+		`CREATE TABLE "public"."t" ("a" integer, CONSTRAINT "c" CHECK ((t.a = 1)))`,
+		`CREATE TABLE "public"."t" ("a" integer, CONSTRAINT "c" CHECK ((a[1] = 1)))`,
+		`CREATE TABLE "public"."t" ("a" integer, CONSTRAINT "c" CHECK ((a = ANY (ARRAY[1, 2]) || b)))`,
+		`CREATE TABLE "public"."t" ("a" character)`,
+		`CREATE TABLE "public"."t" ("a" bit(3))`,
+		`CREATE TABLE "public"."t" ("a" json)`,
+		`CREATE TABLE "public"."t" ("a" timestamp)`,
+		`CREATE TABLE "public"."t" ("a" interval year to month)`,
+		`CREATE TABLE "public"."t" ("a" pg_catalog.int4)`,
+		`CREATE TABLE "public"."t" ("a" text[][])`,
+		`CREATE TABLE "public"."t" ("a" text COLLATE pg_catalog."C")`,
+		`CREATE TABLE "public"."t" ("a" text DEFAULT date '2020-01-01')`,
+		`CREATE TABLE "public"."t" ("a" text DEFAULT pg_read_file('/etc/passwd'))`, // taken, then refused by the checker
+		`CREATE TABLE IF NOT EXISTS "public"."t" ("a" text)`,
+		`CREATE TEMP TABLE "public"."t" ("a" text)`,
+		`ALTER TABLE ONLY "public"."t" ADD CONSTRAINT "fk" FOREIGN KEY (a) REFERENCES public.c(x) MATCH FULL`,
+		`ALTER TABLE ONLY "public"."t" ADD CONSTRAINT "fk" FOREIGN KEY (a) REFERENCES public.c(x) DEFERRABLE`,
+		`ALTER TABLE ONLY "public"."t" ADD CONSTRAINT "fk" FOREIGN KEY (a) REFERENCES public.c(x) ON DELETE SET NULL (a)`,
+		`ALTER TABLE "public"."t" ADD CONSTRAINT "c" CHECK ((a > 0)) NOT VALID`,
+		`CREATE INDEX i ON public.t USING btree (a DESC)`,
+		`CREATE INDEX i ON public.t USING btree (lower(a))`,
+		`CREATE INDEX i ON public.t USING btree (a) INCLUDE (b)`,
+		`CREATE INDEX CONCURRENTLY i ON public.t USING btree (a)`,
+		`SELECT pg_catalog.setval('"public"."s"', 1, 1)`,
+		`SELECT pg_catalog.setval('"public"."s"', -1, true)`,
+		`SELECT setval('"public"."s"', 1, true)`,
+	} {
+		if sql == `CREATE TABLE "public"."t" ("a" text DEFAULT pg_read_file('/etc/passwd'))` {
+			// A function call is a shape the fast path takes; the checker
+			// refuses the function (TestCheck_* in sqlcheck_test.go).
+			if !sameAsGrammar(t, sql) {
+				t.Errorf("the fast path should take this call (the checker refuses it):\n%s", sql)
+			}
+			continue
+		}
+		if sameAsGrammar(t, sql) {
+			t.Errorf("the fast path took what it should leave to the grammar:\n%s", sql)
+		}
+	}
+}
+
+// TestFastParse_CheckerRefusesTheSameAsWithTheGrammar: a refused statement
+// is refused on the fast path's tree with the reason the grammar's tree
+// gives.
+func TestFastParse_CheckerRefusesTheSameAsWithTheGrammar(t *testing.T) {
+	hostile := []object{
+		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "public"."t" ("a" text DEFAULT pg_read_file('/etc/passwd'))`},
+		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "public"."t" ("a" text DEFAULT pg_catalog.pg_terminate_backend(1))`},
+		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "pg_catalog"."t" ("a" text)`},
+		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "public"."t" ("a" public.pg_authid)`},
+		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "public"."other" ("a" text)`},
+		{Kind: "INDEX", Schema: "public", Name: "i", SQL: `CREATE INDEX i ON public.t USING evil (a)`},
+		{Kind: "INDEX", Schema: "public", Name: "i", SQL: `CREATE INDEX i ON pg_catalog.pg_class USING btree (relname)`},
+		{Kind: "SEQUENCE SET", Schema: "public", Name: "s", SQL: `SELECT pg_catalog.setval('"pg_catalog"."x"', 1, true)`},
+		{Kind: "CONSTRAINT", Schema: "public", Name: "fk", SQL: `ALTER TABLE ONLY "public"."t" ADD CONSTRAINT "fk" FOREIGN KEY (a) REFERENCES pg_catalog.pg_authid(oid)`},
+	}
+	h := &streamHeader{Format: FormatName, Version: "1.1", Schemas: []string{"public"},
+		Tables: []streamTable{{Schema: "public", Name: "t", Columns: []string{"a"}}}}
+	for _, o := range hostile {
+		fast, ok := fastParse(o.SQL)
+		if !ok {
+			t.Errorf("the fast path does not take %s (the test wants its tree)", o.SQL)
+			continue
+		}
+		slow, ok := grammarTree(t, o.SQL)
+		if !ok {
+			t.Fatalf("the grammar refuses %s", o.SQL)
+		}
+		check := func(stmt node) error {
+			c, err := newDDLChecker(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.tables[qname{"public", "t"}] = o.Kind != "TABLE"
+			return c.checkStatement(o, stmt)
+		}
+		errFast, errSlow := check(fast), check(slow)
+		if errFast == nil || errSlow == nil || errFast.Error() != errSlow.Error() {
+			t.Errorf("%s:\nfast path: %v\ngrammar:   %v", o.SQL, errFast, errSlow)
+		}
+	}
+}
+
+// FuzzFastParse: whatever the fast path takes, PostgreSQL's grammar reads as
+// one statement with the same tree.
+func FuzzFastParse(f *testing.F) {
+	for _, s := range dumpedStatements {
+		f.Add(s)
+	}
+	for _, o := range append(append([]object{}, goodPre...), goodPost...) {
+		f.Add(o.SQL)
+	}
+	grammarTree(f, "SELECT 1") // compile the grammar before the first input
+	f.Fuzz(func(t *testing.T, sql string) {
+		if len(sql) > 4096 {
+			return
+		}
+		sameAsGrammar(t, sql)
+	})
+}
+
+// FuzzFastParseGenerated builds statements of the shapes the fast path
+// knows from the fuzzer's bytes, mixing in the spellings at its edges
+// (keywords as names, operator runs, odd numbers and types, white space,
+// precedence), and compares the trees as FuzzFastParse does.
+func FuzzFastParseGenerated(f *testing.F) {
+	f.Add([]byte{0})
+	f.Add([]byte("some bytes to start from"))
+	f.Add(bytes.Repeat([]byte{1, 7, 3, 250, 9}, 40))
+	grammarTree(f, "SELECT 1")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g := &stmtGen{data: data}
+		sql := g.statement()
+		sameAsGrammar(t, sql)
+	})
+}
+
+// TestFastParseGenerated_TakesMost: the generator makes statements the fast
+// path takes (so the fuzz target compares trees, not only refusals).
+func TestFastParseGenerated_TakesMost(t *testing.T) {
+	taken := 0
+	const n = 400
+	for i := 0; i < n; i++ {
+		seed := []byte(fmt.Sprintf("seed %d %d", i, i*7919))
+		g := &stmtGen{data: bytes.Repeat(seed, 8)}
+		if sameAsGrammar(t, g.statement()) {
+			taken++
+		}
+	}
+	t.Logf("the fast path took %d of %d generated statements", taken, n)
+	if taken < n/10 {
+		t.Errorf("the fast path took %d of %d generated statements; the generator should mostly stay in its subset", taken, n)
+	}
+}
+
+// stmtGen turns bytes into a statement.
+type stmtGen struct {
+	data  []byte
+	pos   int
+	depth int
+}
+
+func (g *stmtGen) pick(n int) int {
+	if g.pos >= len(g.data) {
+		return 0
+	}
+	b := int(g.data[g.pos])
+	g.pos++
+	return b % n
+}
+
+func (g *stmtGen) one(options ...string) string { return options[g.pick(len(options))] }
+
+// mostly picks from good seven times in eight, else from edge.
+func (g *stmtGen) mostly(good []string, edge ...string) string {
+	if len(edge) > 0 && g.pick(8) == 0 {
+		return g.one(edge...)
+	}
+	return g.one(good...)
+}
+
+func (g *stmtGen) sp() string {
+	return g.mostly([]string{" "}, "  ", "\n", "\t", "", " --\n", " /**/ ")
+}
+
+func (g *stmtGen) name() string {
+	return g.mostly([]string{`"public"`, `"t"`, `a`, `name`, `cluster_id`, `"Mixed Case"`, `"with ""quote"""`, `type`,
+		`key`, `data`, `value`, `"` + strings.Repeat("x", 63) + `"`, `"a b"`, `_x1`, `"é"`, `action`, `cycle`, `zone`, `"NULL"`, `"select"`},
+		`select`, `user`, `Foo`, `FOO`, strings.Repeat("y", 64), `"`+strings.Repeat("x", 64)+`"`, `json`, `time`, `x$`, `é`,
+		`between`, `position`, `current_user`, `null`, `true`, `""`, `U&"a"`)
+}
+
+func (g *stmtGen) qname() string { return g.name() + g.one(".", ".", ".", " . ", "") + g.name() }
+
+func (g *stmtGen) typ() string {
+	base := g.mostly([]string{"text", "bigint", "integer", "smallint", "boolean", "real", "double precision", "numeric", "numeric(10,2)",
+		"numeric(10)", "character varying", "character varying(255)", "character(3)", "timestamp with time zone",
+		"timestamp without time zone", "timestamp(3) with time zone", "time with time zone", "time without time zone",
+		"interval", "inet", "cidr", "jsonb", "bytea", "uuid", "date", "regclass", "public.myenum", `"public"."E"`},
+		"character", "json", "pg_catalog.int4", "bit(2)", "timestamp", "double", "varchar(3)", "int", "character varying(0)",
+		"numeric(2147483648)", "time", "interval(3)", "character varying (3)")
+	return base + g.mostly([]string{"", "", "", "[]"}, "[][]", "[3]", " []", "[ ]")
+}
+
+func (g *stmtGen) number() string {
+	return g.mostly([]string{"0", "1", "42", "1.5", "2147483647", "2147483648", "9223372036854775807", "-1", "-2147483648", "0.0"},
+		"007", "1e5", "0x1f", "1_000", "3.", ".5", "- 1", "+1", "1.5.1")
+}
+
+func (g *stmtGen) term() string {
+	g.depth++
+	defer func() { g.depth-- }()
+	if g.depth > 6 {
+		return g.one("'x'::text", "1", "a", "true")
+	}
+	var t string
+	switch g.pick(11) {
+	case 0:
+		t = g.mostly([]string{"'x'", "''", "'it''s'", "'{}'", "'é'", "'-1'"}, "'a\\b'", "E'x'", "'x' 'y'", "'x''", "N'x'")
+	case 1:
+		t = g.number()
+	case 2:
+		t = g.mostly([]string{"true", "false", "NULL", "CURRENT_TIMESTAMP", "now()"}, "null", "TRUE", "CURRENT_DATE", "CURRENT_TIMESTAMP(3)", "current_timestamp")
+	case 3:
+		t = g.name()
+	case 4:
+		t = g.mostly([]string{"nextval", "length", "lower", "pg_catalog.now", "public.f", "now"}, "coalesce", "NOW", "current_user", "pg_catalog.coalesce") + "(" + g.args() + ")"
+	case 5:
+		t = "ARRAY[" + g.args() + "]"
+	case 6, 7:
+		t = "(" + g.expr() + ")"
+	case 8:
+		t = g.term() + "::" + g.typ()
+	case 9:
+		t = "'" + g.one("public.events_id_seq", "x") + "'::regclass"
+	default:
+		t = g.name() + g.mostly([]string{""}, "[1]", ".x", " COLLATE \"C\"")
+	}
+	return t
+}
+
+func (g *stmtGen) args() string {
+	n := g.pick(4)
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = g.expr()
+	}
+	return strings.Join(parts, g.one(", ", ",", " , "))
+}
+
+func (g *stmtGen) op() string {
+	return g.mostly([]string{"=", "<>", "<", ">", "<=", ">=", "+", "-", "*", "/", "||"}, "!=", "=-", "~~", "%", "^", "==", "<->", "@>", "<=>", "-+")
+}
+
+func (g *stmtGen) expr() string {
+	g.depth++
+	defer func() { g.depth-- }()
+	if g.depth > 6 {
+		return g.term()
+	}
+	switch g.pick(9) {
+	case 0, 1:
+		return g.term()
+	case 2, 3:
+		return g.term() + g.sp() + g.op() + g.sp() + g.term()
+	case 4:
+		return g.term() + " " + g.op() + " " + g.one("ANY", "ALL", "SOME") + " (" + g.expr() + ")"
+	case 5:
+		op := g.one("AND", "OR")
+		s := g.term()
+		for i := 0; i <= g.pick(3); i++ {
+			s += " " + g.one(op, op, op, "AND", "OR", "and") + " " + g.term()
+		}
+		return s
+	case 6:
+		return "NOT " + g.term()
+	case 7:
+		return g.term() + g.one(" IS NULL", " IS NOT NULL", " IS NULL IS NULL", " ISNULL", " IS TRUE")
+	default:
+		return g.term() + " " + g.op() + " " + g.term() + " " + g.op() + " " + g.term()
+	}
+}
+
+func (g *stmtGen) column() string {
+	s := g.name() + " " + g.typ()
+	if g.pick(2) == 0 {
+		s += " DEFAULT " + g.term()
+	}
+	if g.pick(2) == 0 {
+		s += g.one(" NOT NULL", " NULL", " NOT  NULL")
+	}
+	return s
+}
+
+func (g *stmtGen) nameList() string {
+	n := 1 + g.pick(3)
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = g.name()
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+func (g *stmtGen) statement() string {
+	switch g.pick(8) {
+	case 0:
+		return "CREATE SCHEMA " + g.name()
+	case 1:
+		s := "CREATE " + g.one("", "UNLOGGED ") + "SEQUENCE " + g.qname()
+		for i := 0; i < g.pick(7); i++ {
+			s += " " + g.one("AS "+g.typ(), "START WITH "+g.number(), "INCREMENT BY "+g.number(), "MINVALUE "+g.number(),
+				"MAXVALUE "+g.number(), "CACHE "+g.number(), "CYCLE", "NO CYCLE", "NO MINVALUE")
+		}
+		return s
+	case 2:
+		return "ALTER SEQUENCE " + g.qname() + " OWNED BY " + g.name() + "." + g.name() + "." + g.name()
+	case 3:
+		n := 1 + g.pick(4)
+		parts := make([]string, n)
+		for i := range parts {
+			if g.pick(4) == 0 {
+				parts[i] = "CONSTRAINT " + g.name() + " CHECK (" + g.expr() + ")"
+			} else {
+				parts[i] = g.column()
+			}
+		}
+		s := "CREATE " + g.one("", "UNLOGGED ") + "TABLE " + g.qname() + " (" + strings.Join(parts, ", ") + ")"
+		if g.pick(3) == 0 {
+			s += " WITH (" + g.one("fillfactor", "toast.fillfactor", "autovacuum_enabled", "evil.x") + "=" + g.one("'70'", "70", "'x'") + ")"
+		}
+		return s
+	case 4:
+		s := "ALTER TABLE " + g.one("ONLY ", "") + g.qname() + " ADD CONSTRAINT " + g.name() + " "
+		switch g.pick(4) {
+		case 0:
+			s += "PRIMARY KEY " + g.nameList()
+		case 1:
+			s += "UNIQUE " + g.nameList()
+		case 2:
+			s += "CHECK (" + g.expr() + ")"
+		default:
+			s += "FOREIGN KEY " + g.nameList() + " REFERENCES " + g.qname() + g.nameList() +
+				g.one("", " ON DELETE CASCADE", " ON UPDATE RESTRICT ON DELETE SET NULL", " ON DELETE NO ACTION", " ON DELETE SET DEFAULT", " MATCH FULL")
+		}
+		return s
+	case 5:
+		s := "CREATE " + g.one("", "UNIQUE ") + "INDEX " + g.name() + " ON " + g.one("", "ONLY ") + g.qname() + " USING " +
+			g.one("btree", "hash", "gin", "evil") + " " + g.nameList()
+		if g.pick(2) == 0 {
+			s += " WHERE " + g.term()
+		}
+		return s
+	case 6:
+		return "SELECT pg_catalog.setval(" + g.one("'\"public\".\"s\"'", "'x'", "1") + ", " + g.number() + ", " + g.one("true", "false", "1", "NULL") + ")"
+	default:
+		return g.one("CREATE", "ALTER", "SELECT") + " " + g.expr()
+	}
+}
