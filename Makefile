@@ -30,6 +30,12 @@ E2E_TIMEOUT ?= 75m
 # Parallel e2e subtests at once: most wait on child processes and servers.
 E2E_PARALLEL ?= 4
 FUZZ_TIME   ?= 10s
+# Targets that compile PostgreSQL's grammar (wasm) before their first input
+# spend 5-15 s (more on a loaded machine) of a coverage-instrumented process on it: they get longer.
+FUZZ_TIME_SLOW_START ?= 30s
+# One fuzzing worker per target: make test runs the end-to-end suite beside
+# the fuzz targets on the same cores, and every worker pays the start-up.
+FUZZ_PARALLEL ?= 1
 # Minimizing each new-coverage input may take up to 60 s by default, which is
 # where a 10 s fuzz run used to go (19 inputs executed); a bounded minimization
 # leaves the time to fuzzing. A failing input is still written, less minimized.
@@ -89,12 +95,15 @@ test-fuzz: ## Run every fuzz target for FUZZ_TIME each; a failure prints its out
 	for d in $$targets; do \
 	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$d/*_test.go | sed 's/func //'); do \
 	    before=$$( (ls $$d/testdata/fuzz/$$f 2>/dev/null || true) | wc -l); \
-	    if go test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZ_TIME) -fuzzminimizetime=$(FUZZ_MINIMIZE_TIME) $$d >$$log 2>&1; then \
-	      echo "fuzz $$d $$f ($(FUZZ_TIME)): ok, $$(grep -o 'execs: [0-9]*' $$log | tail -1 | sed 's/execs: //') inputs"; \
+	    time=$(FUZZ_TIME); \
+	    if grep -h -A12 "^func $$f(" $$d/*_test.go | grep -q -e 'warmParser(' -e 'grammarTree(f'; then time=$(FUZZ_TIME_SLOW_START); fi; \
+	    if go test -run='^$$' -fuzz="^$$f$$" -fuzztime=$$time -parallel=$(FUZZ_PARALLEL) -fuzzminimizetime=$(FUZZ_MINIMIZE_TIME) $$d >$$log 2>&1; then \
+	      n=$$( (grep -o 'execs: [0-9]*' $$log || true) | tail -1 | sed 's/execs: //'); \
+	      echo "fuzz $$d $$f ($$time): ok, $${n:-no} inputs$${n:+}$$([ -n "$$n" ] || echo ' past the seed corpus: the time went to its baseline run (a loaded machine)')"; \
 	    elif [ "$$( (ls $$d/testdata/fuzz/$$f 2>/dev/null || true) | wc -l)" = "$$before" ] && grep -q '^ *context deadline exceeded$$' $$log && ! grep -q 'Failing input written' $$log; then \
-	      echo "fuzz $$d $$f ($(FUZZ_TIME)): ok, $$(grep -o 'execs: [0-9]*' $$log | tail -1 | sed 's/execs: //') inputs; go $$(go env GOVERSION) ended it with 'context deadline exceeded' and no failing input: the fuzz coordinator's end-of-fuzztime race (golang/go#75804, fixed in go1.27), not a finding"; \
+	      echo "fuzz $$d $$f ($$time): ok, $$(grep -o 'execs: [0-9]*' $$log | tail -1 | sed 's/execs: //') inputs; go $$(go env GOVERSION) ended it with 'context deadline exceeded' and no failing input: the fuzz coordinator's end-of-fuzztime race (golang/go#75804, fixed in go1.27), not a finding"; \
 	    else \
-	      echo "fuzz $$d $$f ($(FUZZ_TIME)): FAILED"; sed 's/^/    /' $$log; \
+	      echo "fuzz $$d $$f ($$time): FAILED"; sed 's/^/    /' $$log; \
 	      echo "    reproducer: $$(ls -t $$d/testdata/fuzz/$$f/* 2>/dev/null | head -1) (go test -run '$$f/<file name>' $$d)"; \
 	      failed="$$failed $$f"; \
 	    fi; \
