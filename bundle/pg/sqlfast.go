@@ -842,7 +842,11 @@ func (p *fastParser) simpleTypeName() node {
 		for i, w := range sp.words {
 			p.expect(w)
 			if i == sp.typmod && p.is("(") {
-				tn["typmods"] = p.typmods()
+				mods := p.typmods()
+				if len(mods) > 1 && sp.names[1] != "numeric" {
+					p.fail() // only numeric takes (precision, scale)
+				}
+				tn["typmods"] = mods
 			}
 		}
 		if sp.names[1] == "bpchar" && tn["typmods"] == nil {
