@@ -31,6 +31,8 @@ type BundleCreateOptions struct {
 	ref        oci.Reference
 	create     bundle.CreateOptions
 	namespaces []string
+	// keyNote says what became of a token key in --db-env-file.
+	keyNote string
 }
 
 // NewCmdBundleCreate builds `bundle create`.
@@ -112,6 +114,9 @@ func (o *BundleCreateOptions) resolve() error {
 		return err
 	}
 	o.ref = in.ref
+	if o.keyNote, err = in.carryEnvKey(o.Postgres.EnvFile, len(in.recipients) > 0); err != nil {
+		return clierr.New(err, "Check "+envECPrivateKey+" and "+envECPublicKey+" in the env file (PEM, or PEM in base64), or bundle without the key: pass the database with --db.", clierr.ExitUsage)
+	}
 	if len(in.recipients) == 0 && !o.NoEncryption && in.ref.Remote() {
 		return clierr.New(errors.New("refusing to push an unencrypted bundle to a registry: it holds pull secrets, the kubeadmin password and Secret data"),
 			"Give --recipient KEY or --recipients-file FILE (age public keys), or --no-encryption if the registry is trusted.", clierr.ExitUsage)
@@ -167,6 +172,9 @@ func (o *BundleCreateOptions) Run(ctx context.Context) error {
 		// Seen in the rehearsal: the key was left out without a word, and
 		// cluster 0 then refused node 0's tokens.
 		fmt.Fprintf(env.Streams.ErrOut, "warning: an unencrypted bundle never carries node 0's %s Secret: cluster 0's service will not accept the tokens node 0 issued; give --recipient to carry it\n", resources.LocalAuthSecretName)
+	}
+	if o.keyNote != "" {
+		fmt.Fprintln(env.Streams.ErrOut, o.keyNote)
 	}
 	if o.create.SigningKey == nil {
 		fmt.Fprintf(env.Streams.ErrOut, "warning: the bundle is not signed (--signing-key): restore, bundle verify and bundle extract refuse it unless --allow-unsigned\n")

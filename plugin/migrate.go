@@ -115,6 +115,15 @@ func (o *MigrateOptions) resolve() error {
 	if err != nil {
 		return err
 	}
+	// migrate encrypts unless --no-encryption (to a key pair it makes when no
+	// recipient is given).
+	note, err := in.carryEnvKey(o.Postgres.EnvFile, !o.NoEncryption)
+	if err != nil {
+		return clierr.New(err, "Check "+envECPrivateKey+" and "+envECPublicKey+" in the env file (PEM, or PEM in base64), or bundle without the key: pass the database with --db.", clierr.ExitUsage)
+	}
+	if note != "" {
+		fmt.Fprintln(o.errOut, note)
+	}
 	mapping, err := parseNamespaceMapping(o.NamespaceMapping)
 	if err != nil {
 		return usageErr(cmd, err)

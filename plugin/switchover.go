@@ -51,9 +51,13 @@ func NewCmdSwitchover(env *Env) *cobra.Command {
 The assisted-installer-controller Job (namespace assisted-installer) reads its
 service URL from the ConfigMap assisted-installer-controller-config and its token
 from the Secret assisted-installer-controller-secret when it starts: switchover
-writes the new URL and the token the restore minted (Secret ` + HandoverSecret + `
-in the restore's namespace), restarts the controller's pods, and prints the URL
-for UI users. Running it twice changes nothing the second time.
+writes the new URL and a token cluster 0's service accepts: the one migrate minted
+(Secret ` + HandoverSecret + ` in the restore's namespace) or, when there is none
+(restore leaves none), one it mints with cluster 0's local-auth key for the
+cluster the controller's ConfigMap names (cluster-id). A current token that
+verifies on cluster 0 (node 0's key was carried) is kept unless --rotate-tokens.
+It then restarts the controller's pods and prints the URL for UI users. Running
+it twice changes nothing the second time.
 
 With --redirect-listen, it then keeps answering requests to node 0's old address
 with redirects to the new one until it is stopped (Ctrl-C) or node 0 reboots.`,
@@ -73,7 +77,7 @@ with redirects to the new one until it is stopped (Ctrl-C) or node 0 reboots.`,
 	fs := cmd.Flags()
 	fs.StringVar(&o.ServiceURL, "service-url", "", "Cluster 0's assisted-service URL (https://...)")
 	fs.StringVar(&o.Namespace, "controller-namespace", switchover.DefaultNamespace, "Namespace of the assisted-installer-controller")
-	fs.StringVar(&o.Token, "controller-token", "", "Token for the controller (default: the one the restore left in Secret "+HandoverSecret+")")
+	fs.StringVar(&o.Token, "controller-token", "", "Token for the controller (default: the one migrate left in Secret "+HandoverSecret+", else one minted with cluster 0's local-auth key)")
 	fs.StringVar(&o.CACertPath, "ca-cert-path", "", "Path, on the control-plane hosts, of the CA that signs the new service's certificate")
 	fs.BoolVar(&o.skipVerify, "skip-cert-verification", false, "Make the controller skip TLS verification of the new service (insecure)")
 	fs.BoolVar(&o.RotateToken, "rotate-tokens", false, "Write the restore's new token even when the controller's current one verifies on cluster 0 (node 0's key carried over)")
@@ -130,13 +134,13 @@ func (o *SwitchoverOptions) resolve(ctx context.Context) error {
 		return nil
 	}
 	s, err := o.Client.CoreV1().Secrets(ns).Get(ctx, HandoverSecret, metav1.GetOptions{})
+	handover := false
 	switch {
 	case apierrors.IsNotFound(err):
-		fmt.Fprintf(env.Streams.ErrOut, "warning: no Secret %s/%s from a restore: the controller keeps its current token\n", ns, HandoverSecret)
 	case err != nil:
 		return fmt.Errorf("read the restore's token: %w", err)
 	default:
-		o.Token = string(s.Data[HandoverTokenKey])
+		o.Token, handover = string(s.Data[HandoverTokenKey]), true
 	}
 	// The controller's current token may verify on cluster 0 already (the
 	// restore carried node 0's key): switchover then keeps it.
@@ -147,6 +151,42 @@ func (o *SwitchoverOptions) resolve(ctx context.Context) error {
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("read cluster 0's local-auth key: %w", err)
 	}
+	if handover {
+		return nil
+	}
+	// `restore` leaves no token (migrate does): mint one, as migrate does,
+	// with cluster 0's key for the cluster the controller names. Without it
+	// the controller keeps node 0's token, which cluster 0 refuses when node
+	// 0's key was not carried (an agent-based node 0): seen in the rehearsal,
+	// 401 on every call, and the installation never completes.
+	if la == nil || len(la.Data[auth.KeyECPrivate]) == 0 {
+		fmt.Fprintf(env.Streams.ErrOut, "warning: no Secret %s/%s from a restore and no %s key to mint one: the controller keeps its current token\n", ns, HandoverSecret, auth.LocalAuthSecretName)
+		return nil
+	}
+	kp, err := auth.KeyPairFromSecret(la.Data)
+	if err != nil {
+		return fmt.Errorf("cluster 0's local-auth Secret %s/%s: %w", ns, auth.LocalAuthSecretName, err)
+	}
+	cns := o.Options.Namespace
+	if cns == "" {
+		cns = switchover.DefaultNamespace
+	}
+	cm, err := o.Client.CoreV1().ConfigMaps(cns).Get(ctx, switchover.ConfigMapName, metav1.GetOptions{})
+	if err != nil || cm.Data[switchover.KeyClusterID] == "" {
+		// Run reports a missing controller; a ConfigMap without cluster-id
+		// leaves the token as it is.
+		if err == nil {
+			fmt.Fprintf(env.Streams.ErrOut, "warning: %s/%s names no %s: the controller keeps its current token\n", cns, switchover.ConfigMapName, switchover.KeyClusterID)
+		}
+		return nil
+	}
+	tok, err := kp.MintClusterToken(cm.Data[switchover.KeyClusterID], auth.MintOptions{})
+	if err != nil {
+		return err
+	}
+	o.Token = tok.Reveal()
+	fmt.Fprintf(env.Streams.ErrOut, "no Secret %s/%s from a restore: a token for cluster %s is minted with cluster 0's %s key (kept out of the output)\n",
+		ns, HandoverSecret, cm.Data[switchover.KeyClusterID], auth.LocalAuthSecretName)
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
+	bundleres "github.com/kubectl-assisted/kubectl-assisted/bundle/resources"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/kubekeys"
@@ -185,10 +186,30 @@ func (r *runner) verifyBundle(ctx context.Context) error {
 func (r *runner) prepareResources(ctx context.Context) error {
 	_, hasLayer := r.b.Layer(bundle.LayerResources)
 	meta := r.b.Metadata.Resources
-	fromManifests := hasLayer && meta != nil && meta.From == "manifests"
-	r.recreate = r.o.RecreateResources || r.o.Diff || !hasLayer || fromManifests
-	if r.o.Diff && hasLayer && !fromManifests && !r.o.RecreateResources {
+	from := ""
+	if hasLayer && meta != nil {
+		from = meta.From
+	}
+	fromManifests := hasLayer && from == bundleres.FromManifestsName
+	// A layer that only carries node 0's local-auth key (a node 0 without
+	// API or manifests, its key read from the service's env file).
+	keyOnly := hasLayer && from == bundleres.FromLocalAuthName
+	exported := hasLayer && !fromManifests && !keyOnly
+	r.recreate = r.o.RecreateResources || r.o.Diff || !exported
+	if r.o.Diff && exported && !r.o.RecreateResources {
 		r.warn("the bundle holds exported resources; the drift check compares re-created ones")
+	}
+	// Install manifests and the key-only layer: node 0's key comes out first,
+	// whatever is done with the resources (the auth phase needs it).
+	var layerManifests []*unstructured.Unstructured
+	if fromManifests || keyOnly {
+		objs, err := r.b.Resources(ctx)
+		if err != nil {
+			return fmt.Errorf("read the resources layer: %w", err)
+		}
+		if layerManifests, err = r.takeNodeZeroKey(objs); err != nil {
+			return err
+		}
 	}
 	if r.o.SkipResources {
 		r.res.ResourcesFrom = ResourcesSkipped
@@ -231,7 +252,7 @@ func (r *runner) prepareResources(ctx context.Context) error {
 		return nil
 	}
 	r.res.ResourcesFrom = ResourcesFromRecreated
-	if hasLayer && !fromManifests {
+	if exported {
 		objs, err := r.b.Resources(ctx)
 		if err != nil {
 			return fmt.Errorf("read the resources layer: %w", err)
@@ -251,15 +272,12 @@ func (r *runner) prepareResources(ctx context.Context) error {
 		}
 		r.manifests = m
 	case fromManifests:
-		objs, err := r.b.Resources(ctx)
-		if err != nil {
-			return fmt.Errorf("read the resources layer: %w", err)
-		}
-		if r.manifests, err = recreate.ManifestsFromObjects(objs); err != nil {
+		var err error
+		if r.manifests, err = recreate.ManifestsFromObjects(layerManifests); err != nil {
 			return fmt.Errorf("the bundle's install manifests: %w", err)
 		}
 	}
-	if hasLayer && !fromManifests {
+	if exported {
 		// Node 0 had an API: its exported CRs say what the rows cannot
 		// (holdInstallation, selectors, labels, hostnames, namespaces).
 		objs, err := r.b.Resources(ctx)

@@ -10,7 +10,8 @@ import "k8s.io/apimachinery/pkg/runtime/schema"
 // Summary says what the layer holds. It names kinds and namespaces, never
 // object content.
 type Summary struct {
-	// From is "cluster" or "manifests".
+	// From is "cluster", "manifests" or "local-auth" (a layer that holds
+	// only node 0's local-auth key, from its service's env file).
 	From       string         `json:"from"`
 	Namespaces []string       `json:"namespaces,omitempty"`
 	Objects    int            `json:"objects"`
@@ -21,6 +22,7 @@ type Summary struct {
 const (
 	FromClusterName   = "cluster"
 	FromManifestsName = "manifests"
+	FromLocalAuthName = "local-auth"
 )
 
 // Tar entry prefixes: exported objects and manifest files never mix.

@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,6 +70,53 @@ func writeEntry(tw *tar.Writer, name string, b []byte) error {
 // *.json under Dir, e.g. cluster-manifests/ and mirror/) as they are.
 type DirSource struct {
 	Dir string
+	// LocalAuth, when set, is node 0's local-auth key as a Secret named
+	// LocalAuthSecretName (see LocalAuthSecret), stored after the manifests
+	// as an object under cluster/: the restore takes it out of the objects
+	// (never applies it) and makes it cluster 0's key. Only an encrypted
+	// layer may hold it.
+	LocalAuth *unstructured.Unstructured
+}
+
+// LocalAuthSource is a resources layer that holds only node 0's local-auth
+// key (a node 0 without API and without manifests to bundle). Its Summary
+// says From "local-auth".
+type LocalAuthSource struct {
+	Secret *unstructured.Unstructured
+}
+
+// Write stores the Secret as the layer's one object.
+func (s *LocalAuthSource) Write(ctx context.Context, w io.Writer) (*Summary, error) {
+	if err := checkLocalAuthSecret(s.Secret); err != nil {
+		return nil, err
+	}
+	sum, err := writeObjects(w, []*unstructured.Unstructured{s.Secret})
+	if err != nil {
+		return nil, err
+	}
+	sum.From = FromLocalAuthName
+	return sum, nil
+}
+
+// LocalAuthSecret is node 0's local-auth key pair (PEM) as the Secret the
+// operator writes (agentserviceconfig_controller.go newAgentLocalAuthSecret:
+// data ec-private-key.pem and ec-public-key.pem), without a namespace.
+func LocalAuthSecret(privatePEM, publicPEM []byte) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+		"metadata": map[string]any{"name": LocalAuthSecretName},
+		"data": map[string]any{
+			"ec-private-key.pem": base64.StdEncoding.EncodeToString(privatePEM),
+			"ec-public-key.pem":  base64.StdEncoding.EncodeToString(publicPEM),
+		},
+	}}
+}
+
+func checkLocalAuthSecret(o *unstructured.Unstructured) error {
+	if o == nil || o.GetKind() != "Secret" || o.GetAPIVersion() != "v1" || o.GetName() != LocalAuthSecretName {
+		return fmt.Errorf("the local-auth object must be a v1 Secret named %s", LocalAuthSecretName)
+	}
+	return nil
 }
 
 // Write stores the files under manifests/ in the tar, in lexical order; each
@@ -107,6 +155,22 @@ func (s *DirSource) Write(ctx context.Context, w io.Writer) (*Summary, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("manifests directory: %w", err)
+	}
+	if s.LocalAuth != nil {
+		if err := checkLocalAuthSecret(s.LocalAuth); err != nil {
+			return nil, err
+		}
+		b, err := json.MarshalIndent(s.LocalAuth.Object, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		// Under cluster/, apart from the manifests: a reader that builds
+		// CRs from manifests/ never sees it as one.
+		if err := writeEntry(tw, fmt.Sprintf("%s%05d-%s", clusterPrefix, 0, strings.TrimPrefix(entryName(s.LocalAuth), clusterPrefix)), append(b, '\n')); err != nil {
+			return nil, err
+		}
+		sum.Objects++
+		sum.Kinds["Secret"]++
 	}
 	sum.Namespaces = sortedKeys(nss)
 	return sum, tw.Close()

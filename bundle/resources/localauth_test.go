@@ -1,7 +1,12 @@
 package resources
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,5 +66,72 @@ func TestClusterSource_LocalAuthSecret(t *testing.T) {
 	}
 	if _, err := (&ClusterSource{Client: c, LocalAuth: true, LocalAuthNamespace: "absent"}).Collect(ctx); err == nil {
 		t.Error("a named namespace without the Secret must fail")
+	}
+}
+
+// A REST-mode node 0's key from its env file: after the manifests (which
+// stay byte for byte), or as a layer of its own (From local-auth); Decode
+// gives it back as the v1 Secret the restore takes out of the objects.
+func TestLocalAuthInLayer(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	manifest := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: pull-secret\n  namespace: cluster0\n"
+	if err := os.WriteFile(filepath.Join(dir, "pull-secret.yaml"), []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key := LocalAuthSecret([]byte("-----BEGIN EC PRIVATE KEY-----\n"), []byte("-----BEGIN EC PUBLIC KEY-----\n"))
+
+	var buf bytes.Buffer
+	sum, err := (&DirSource{Dir: dir, LocalAuth: key}).Write(ctx, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.From != FromManifestsName || sum.Objects != 2 || sum.Kinds["Secret"] != 2 {
+		t.Fatalf("summary %+v", sum)
+	}
+	names := tarNames(t, buf.Bytes())
+	if len(names) != 2 || names[0] != "manifests/pull-secret.yaml" || names[1] != "cluster/00000-_cluster/Secret/"+LocalAuthSecretName+".json" {
+		t.Fatalf("entries %v", names)
+	}
+	objs, err := Decode(bytes.NewReader(buf.Bytes()))
+	if err != nil || len(objs) != 2 || objs[1].GetName() != LocalAuthSecretName || objs[1].GetKind() != "Secret" {
+		t.Fatalf("decoded %d objects (%v)", len(objs), err)
+	}
+	if d, _, _ := unstructured.NestedString(objs[1].Object, "data", "ec-private-key.pem"); d == "" {
+		t.Fatal("the Secret lost its private key")
+	}
+
+	buf.Reset()
+	if sum, err = (&LocalAuthSource{Secret: key}).Write(ctx, &buf); err != nil || sum.From != FromLocalAuthName || sum.Objects != 1 {
+		t.Fatalf("key-only layer: %+v, %v", sum, err)
+	}
+	if objs, err = Decode(bytes.NewReader(buf.Bytes())); err != nil || len(objs) != 1 || objs[0].GetName() != LocalAuthSecretName {
+		t.Fatalf("key-only layer decoded %d (%v)", len(objs), err)
+	}
+
+	// Anything else is refused before a byte is written.
+	bad := secret("", "other")
+	buf.Reset()
+	if _, err := (&LocalAuthSource{Secret: bad}).Write(ctx, &buf); err == nil || buf.Len() != 0 {
+		t.Fatalf("another Secret as the key: err %v, %d bytes", err, buf.Len())
+	}
+	if _, err := (&DirSource{Dir: dir, LocalAuth: bad}).Write(ctx, io.Discard); err == nil {
+		t.Fatal("DirSource took another Secret as the key")
+	}
+}
+
+func tarNames(t *testing.T, b []byte) []string {
+	t.Helper()
+	var out []string
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, h.Name)
 	}
 }

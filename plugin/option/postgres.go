@@ -90,9 +90,20 @@ func (p *Postgres) Describe() string {
 }
 
 func connStringFromEnvFile(path string) (string, error) {
+	env, err := ReadEnvFile(path)
+	if err != nil {
+		return "", err
+	}
+	return connStringFromMap(env, "database env file "+path)
+}
+
+// ReadEnvFile reads an env file of KEY=VALUE lines (blank lines, # comments
+// and an "export " prefix allowed; a value may be quoted), as assisted-service's
+// env files are. Errors name the file and the line number, never a value.
+func ReadEnvFile(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("read database env file: %w", err)
+		return nil, fmt.Errorf("read database env file: %w", err)
 	}
 	defer f.Close()
 	env := map[string]string{}
@@ -107,14 +118,14 @@ func connStringFromEnvFile(path string) (string, error) {
 		key, value, ok := strings.Cut(line, "=")
 		if !ok {
 			// The line may hold a secret: name only its number.
-			return "", fmt.Errorf("database env file %s: line %d is not KEY=VALUE", path, n)
+			return nil, fmt.Errorf("database env file %s: line %d is not KEY=VALUE", path, n)
 		}
 		env[strings.TrimSpace(key)] = unquote(value)
 	}
 	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("read database env file %s: %w", path, err)
+		return nil, fmt.Errorf("read database env file %s: %w", path, err)
 	}
-	return connStringFromMap(env, "database env file "+path)
+	return env, nil
 }
 
 // connStringFromMap builds a key=value DSN from assisted-service's variables;

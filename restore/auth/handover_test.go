@@ -83,9 +83,11 @@ func TestCarriedKeyKeepsNodeZeroTokens(t *testing.T) {
 	}
 	clusterTok := mint(jwt.MapClaims{"cluster_id": "b53c1137-37e7-4088-9787-9c892faaf8a9"})
 	infraTok := mint(jwt.MapClaims{"infra_env_id": "0b5d8c1a-3f4e-4f5a-9c1d-2e3f4a5b6c7d"})
-	// ABI's agent-installer-local tokens (openshift/installer
-	// pkg/asset/agent/gencrypto/authconfig.go, 4.18+): {"sub": "agentAuth"}.
-	subTok := mint(jwt.MapClaims{"sub": "agentAuth"})
+	// ABI's agent-installer-local tokens: {"auth_scheme": "agentAuth"}, the
+	// claim openshift/assisted-service release-4.18..4.20
+	// pkg/auth/agent_local_authz_handler.go agentInstallerAuthorizer reads
+	// (the rehearsal's node 0 ran on them; cluster 0 answered 401).
+	subTok := mint(jwt.MapClaims{"auth_scheme": "agentAuth"})
 
 	c := fake.NewClientset()
 	k, from, err := EnsureLocalAuthSecretWith(ctx, c, ns, carried)

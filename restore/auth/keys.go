@@ -76,6 +76,23 @@ func (k *KeyPair) PublicPEM() ([]byte, error) {
 // ParseKeyPair reads a PEM private key (SEC 1 or PKCS #8, P-256) and checks
 // that the PEM public key belongs to it.
 func ParseKeyPair(privatePEM, publicPEM []byte) (*KeyPair, error) {
+	k, err := ParsePrivateKey(privatePEM)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := parsePublicKey(publicPEM)
+	if err != nil {
+		return nil, err
+	}
+	if !pub.Equal(&k.priv.PublicKey) {
+		return nil, errors.New("the public key does not belong to the private key")
+	}
+	return k, nil
+}
+
+// ParsePrivateKey reads a P-256 private key (PEM: SEC 1 or PKCS #8); the
+// public key is the private key's.
+func ParsePrivateKey(privatePEM []byte) (*KeyPair, error) {
 	b, _ := pem.Decode(privatePEM)
 	if b == nil {
 		return nil, errors.New("private key: no PEM block")
@@ -94,13 +111,6 @@ func ParseKeyPair(privatePEM, publicPEM []byte) (*KeyPair, error) {
 	}
 	if priv.Curve != elliptic.P256() {
 		return nil, errors.New("private key: not on P-256 (ES256 needs P-256)")
-	}
-	pub, err := parsePublicKey(publicPEM)
-	if err != nil {
-		return nil, err
-	}
-	if !pub.Equal(&priv.PublicKey) {
-		return nil, errors.New("the public key does not belong to the private key")
 	}
 	return &KeyPair{priv: priv}, nil
 }

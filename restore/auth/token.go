@@ -169,8 +169,9 @@ func (s URLSigner) SignURL(raw, clusterID, infraEnvID string) (string, error) {
 // present, then an infra_env_id or cluster_id string claim, infra_env_id
 // first), against the local-auth Secret's public key. It returns the claim and
 // id; the service also requires a database row with that id, which is not
-// checked here. ABI's agent-installer-local tokens ({"sub": "agentAuth"} and
-// the like) fail it whatever the key.
+// checked here. ABI's agent-installer-local tokens ({"auth_scheme": "agentAuth"}
+// and the like, release-4.18+ pkg/auth/agent_local_authz_handler.go) fail it
+// whatever the key.
 func LocalAuthClaim(publicPEM []byte, token string, now time.Time) (Claim, string, error) {
 	claims, err := VerifyToken(publicPEM, token, now)
 	if err != nil {

@@ -146,6 +146,30 @@ func TestTransforms_AssistedSafety(t *testing.T) {
 	if bare := find(t, p, "BareMetalHost", "bmh-bare"); bare.Skip == "" {
 		t.Errorf("BMH without status is not skipped")
 	}
+	if v := ann[AnnotationBMHPaused]; v != "" {
+		t.Errorf("BMH not paused on node 0: paused = %q, want the restore's empty value", v)
+	}
+	// A host BMAC had paused on node 0 keeps BMAC's value
+	// (release-4.19 bmh_agent_controller.go addBMHStatusAndPausedAnnotations
+	// writes "assisted-service-controller").
+	objs := export(t)
+	for _, o := range objs {
+		if o.GetKind() == "BareMetalHost" && o.GetName() == "bmh-0" {
+			a := o.GetAnnotations()
+			if a == nil {
+				a = map[string]string{}
+			}
+			a[AnnotationBMHPaused] = "assisted-service-controller"
+			o.SetAnnotations(a)
+		}
+	}
+	p2, err := NewPlan(objs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := find(t, p2, "BareMetalHost", "bmh-0").Object.GetAnnotations()[AnnotationBMHPaused]; v != "assisted-service-controller" {
+		t.Errorf("node 0's paused value = %q, want BMAC's assisted-service-controller kept", v)
+	}
 }
 
 func TestTransforms_ClusterZeroSelection(t *testing.T) {

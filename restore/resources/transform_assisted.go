@@ -83,6 +83,14 @@ func (PreserveClusterZero) Transform(it *Item, p *Plan) error {
 // InfraEnv's isoDownloadURL (shouldReconcileBMH lines 879-883; lines
 // 1014-1033), which cluster 0's InfraEnv controller recomputes. Without an
 // image service URL such a host fails the plan rather than keep node 0's URL.
+//
+// On cluster 0 BMAC (PAUSE_PROVISIONED_BMHS, default true) then removes the
+// paused annotation of a host whose status is still empty and that carries the
+// status annotation, "for letting BMO to restore BMH's status (using the
+// 'status' annotation)" (reconcileBMH lines 943-949, removePausedAnnotation
+// lines 1968-1977): seen in the rehearsal on every restored host, installing
+// and installed, detached ones included; the detached annotation stays and
+// BMAC does nothing else to them.
 type BareMetalHostStatus struct{}
 
 func (BareMetalHostStatus) Name() string { return "baremetalhost-status" }
@@ -122,7 +130,12 @@ func (BareMetalHostStatus) Transform(it *Item, p *Plan) error {
 		}
 		ann[AnnotationBMHStatus] = string(b)
 	}
-	ann[AnnotationBMHPaused] = ""
+	// BMAC pauses provisioned, detached hosts itself with the value
+	// "assisted-service-controller" (bmh_agent_controller.go
+	// addBMHStatusAndPausedAnnotations): node 0's value is kept.
+	if _, ok := ann[AnnotationBMHPaused]; !ok {
+		ann[AnnotationBMHPaused] = ""
+	}
 	it.Object.SetAnnotations(ann)
 	return nil
 }

@@ -33,6 +33,7 @@ const (
 	PodSelector = "app=assisted-installer-controller"
 
 	KeyInventoryURL         = "inventory-url"
+	KeyClusterID            = "cluster-id"
 	KeyCACertPath           = "ca-cert-path"
 	KeySkipCertVerification = "skip-cert-verification"
 	KeyToken                = "pull-secret-token"

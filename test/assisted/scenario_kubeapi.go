@@ -65,6 +65,18 @@ func KubeAPIRows(s Scenario, k KubeAPI) ([]ScenarioRow, error) {
 		case "hosts":
 			r.Values["kube_key_namespace"], r.Values["status"] = k.Namespace, k.HostStatus
 			r.Values["approved"] = true
+			if k.HostStatus != "installing-in-progress" {
+				// No install progress before the installation (ScenarioRows
+				// stands at the moment before node 0 reboots).
+				for _, c := range []string{"progress_current_stage", "progress_installation_percentage", "progress_stage_started_at", "progress_stage_updated_at"} {
+					delete(r.Values, c)
+				}
+				r.Values["status_info"] = "set by the test"
+				if k.HostStatus == "known" {
+					// release-4.19 internal/host/common.go statusInfoKnown
+					r.Values["status_info"] = "Host is ready to be installed"
+				}
+			}
 			if id, _ := r.Values["id"].(string); !named[id] {
 				r.Values["requested_hostname"] = ""
 			}

@@ -58,7 +58,7 @@ func ScenarioRows(s Scenario) ([]ScenarioRow, error) {
 		hosts = append(hosts, hostFromAgent(a))
 	}
 	for _, h := range hosts {
-		rows = append(rows, ScenarioRow{Table: "hosts", Values: hostRow(h, clusterID, infraEnvID, now)})
+		rows = append(rows, ScenarioRow{Table: "hosts", Values: hostRow(h, clusterID, infraEnvID, now, len(hosts) == 1)})
 	}
 	return rows, nil
 }
@@ -271,7 +271,43 @@ func hostFromAgent(a *unstructured.Unstructured) ScenarioHost {
 		IgnitionOverrides: str(a, "spec", "ignitionConfigOverrides"), Approved: approved}
 }
 
-func hostRow(h ScenarioHost, clusterID, infraEnvID string, now time.Time) map[string]any {
+// installingStage is where each host stands in node 0's database just before
+// node 0 (the bootstrap) reboots, as the release-4.19 service wrote it in the
+// rehearsal (docs/restore.md): the bootstrap reported Rebooting last (its
+// installer reboots after the control plane and, in ABI, the workers are up:
+// assisted-installer src/installer/installer.go), the other hosts were
+// reported Joined. The percentage is the service's: the stage's place in the
+// host's stage list, (index+1)/len*100, truncated (openshift/assisted-service
+// release-4.19 internal/host/host.go UpdateInstallProgress; the lists in
+// internal/host/common.go BootstrapStages, MasterStages, WorkerStages,
+// SnoStages; seen: 70 for a bootstrap at Rebooting, 85 for a master Joined).
+// status_info is the stage's name (UpdateInstallProgress statusInfo).
+func installingStage(h ScenarioHost, single bool) (string, int64) {
+	var stages []string
+	stage := "Joined"
+	switch {
+	case single:
+		stages = []string{"Starting installation", "Installing", "Waiting for bootkube", "Writing image to disk", "Rebooting", "Joined", "Done"}
+		stage = "Rebooting"
+	case h.Bootstrap:
+		stages = []string{"Starting installation", "Installing", "Writing image to disk", "Waiting for control plane", "Waiting for bootkube",
+			"Waiting for controller", "Rebooting", "Configuring", "Joined", "Done"}
+		stage = "Rebooting"
+	case h.Role == "worker":
+		stages = []string{"Starting installation", "Installing", "Writing image to disk", "Waiting for control plane", "Rebooting",
+			"Waiting for ignition", "Configuring", "Joined", "Done"}
+	default:
+		stages = []string{"Starting installation", "Installing", "Writing image to disk", "Rebooting", "Configuring", "Joined", "Done"}
+	}
+	for i, st := range stages {
+		if st == stage {
+			return stage, int64(float64(i+1) / float64(len(stages)) * 100)
+		}
+	}
+	return stage, 0
+}
+
+func hostRow(h ScenarioHost, clusterID, infraEnvID string, now time.Time, single bool) map[string]any {
 	disk := orDefault(h.InstallationDiskID, "/dev/disk/by-id/wwn-0x"+strings.ReplaceAll(h.ID[:8], "-", ""))
 	var v4, v6 []string
 	for _, ip := range h.IPs {
@@ -287,10 +323,13 @@ func hostRow(h ScenarioHost, clusterID, infraEnvID string, now time.Time) map[st
 			"size_bytes": 128849018880, "installation_eligibility": map[string]any{"eligible": true}}},
 		"interfaces": []map[string]any{{"name": "eth0", "ipv4_addresses": v4, "ipv6_addresses": v6, "mac_address": "52:54:00:00:00:01"}},
 	})
+	stage, pct := installingStage(h, single)
 	return map[string]any{
 		"id": h.ID, "infra_env_id": infraEnvID, "cluster_id": clusterID, "kind": "Host",
 		"href":   "/api/assisted-install/v2/infra-envs/" + infraEnvID + "/hosts/" + h.ID,
-		"status": "installing-in-progress", "status_info": "Writing image to disk", "role": h.Role, "suggested_role": h.Role,
+		"status": "installing-in-progress", "status_info": stage, "role": h.Role, "suggested_role": h.Role,
+		"progress_current_stage": stage, "progress_installation_percentage": pct,
+		"progress_stage_started_at": now, "progress_stage_updated_at": now,
 		"bootstrap": h.Bootstrap, "requested_hostname": h.Hostname, "approved": h.Approved,
 		"installation_disk_id": disk, "installation_disk_path": "/dev/sda", "installer_args": h.InstallerArgs,
 		"ignition_config_overrides": h.IgnitionOverrides, "inventory": string(inventory),

@@ -144,9 +144,13 @@ func midInstall(rows []assisted.ScenarioRow, n *node0State, now time.Time) {
 			v["validations_info"] = `{"configuration":[{"id":"pull-secret-set","status":"success","message":"The pull secret is set."}],"hosts-data":[{"id":"all-hosts-are-ready-to-install","status":"success","message":"All hosts in the cluster are ready to install."}],"network":[{"id":"api-vips-valid","status":"success","message":"api vips 192.168.111.5 belongs to the Machine CIDR and is not in use."}]}`
 		case "hosts":
 			v := r.Values
-			stage, pct, info := "Joined", int64(80), ""
+			// The service's percentage: (index+1)/len*100 of the stage in the
+			// host's list, truncated (release-4.19 internal/host/host.go
+			// UpdateInstallProgress, internal/host/common.go MasterStages and
+			// BootstrapStages; the rehearsal's service wrote 85 for Joined).
+			stage, pct, info := "Joined", int64(85), ""
 			if v["bootstrap"] == true {
-				stage, pct, info = "Waiting for control plane", int64(57), "waiting for 2 master nodes to join"
+				stage, pct, info = "Waiting for control plane", int64(40), "waiting for 2 master nodes to join"
 			}
 			v["status"], v["status_info"] = "installing-in-progress", stage
 			v["progress_current_stage"], v["progress_installation_percentage"], v["progress_progress_info"] = stage, pct, info
