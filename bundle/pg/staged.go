@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -69,6 +70,11 @@ type stagePlan struct {
 	// single table (foreign keys), run after every group.
 	groups map[qname][]object
 	after  []object
+	// afterAnalyze: tables with an index on an expression in after, analyzed
+	// once it exists (ANALYZE gathers statistics for indexed expressions);
+	// the others are analyzed after their group. (ANALYZE and CREATE INDEX
+	// lock each other out, so they cannot overlap on one table.)
+	afterAnalyze map[qname]bool
 }
 
 // newStagePlan rewrites the stream's statements for staging, or says why the
@@ -87,7 +93,8 @@ func newStagePlan(sr *streamReader, pre []object) (*stagePlan, error) {
 		fmt.Fprintf(id, "%s\x00", o.SQL)
 	}
 	tag := hex.EncodeToString(id.Sum(nil))[:12]
-	p := &stagePlan{schemas: h.Schemas, stage: map[string]string{}, groups: map[qname][]object{}}
+	p := &stagePlan{schemas: h.Schemas, stage: map[string]string{}, groups: map[qname][]object{},
+		afterAnalyze: map[qname]bool{}}
 	for i, s := range h.Schemas {
 		p.stage[s] = stagingPrefix + tag + "_" + strconv.Itoa(i+1)
 	}
@@ -125,19 +132,26 @@ func newStagePlan(sr *streamReader, pre []object) (*stagePlan, error) {
 		staged := o
 		staged.SQL = sql
 		p.trial = append(p.trial, staged)
-		if !cut && o.Kind != "FK CONSTRAINT" {
-			if t, ok := postDataTable(o.SQL, indexTable); ok && tables[t] {
-				if o.Kind == "INDEX" || o.Kind == "CONSTRAINT" {
-					indexTable[qname{o.Schema, o.Name}] = t
-				}
-				p.groups[t] = append(p.groups[t], staged)
-				continue
-			}
+		t, ok := postDataTable(o.SQL, indexTable)
+		ok = ok && tables[t]
+		if ok && (o.Kind == "INDEX" || o.Kind == "CONSTRAINT") {
+			indexTable[qname{o.Schema, o.Name}] = t
+		}
+		expr := (o.Kind == "INDEX" || o.Kind == "CONSTRAINT") && indexedExpression(o.Kind, o.SQL)
+		if !cut && ok && o.Kind != "FK CONSTRAINT" {
+			p.groups[t] = append(p.groups[t], staged)
+			continue
 		}
 		// From the first foreign key (or entry of no single table) on,
 		// everything runs after every table's group, in stream order.
 		cut = true
 		p.after = append(p.after, staged)
+		if expr {
+			if !ok {
+				return nil, fmt.Errorf("%w: post-data entry %d indexes an expression of a table it does not name plainly", errNotStageable, i+1)
+			}
+			p.afterAnalyze[t] = true
+		}
 	}
 	return p, nil
 }
@@ -169,6 +183,13 @@ type stageRun struct {
 	groups  sync.WaitGroup
 	// readback[i] is table i as re-read from the target (when reading back).
 	readback []*tableHash
+	// loading is true until the last table is loaded: meanwhile an index
+	// build runs without parallel workers, so that it takes one core and
+	// leaves the other to the load, which is the longest path; once the
+	// rows are in, builds use the server's parallel workers again.
+	loading atomic.Bool
+	// maintenanceWorkers is the server's max_parallel_maintenance_workers.
+	maintenanceWorkers string
 }
 
 // fail keeps the first error and stops everything.
@@ -455,6 +476,10 @@ func (rs *restorer) loadStaged(parent context.Context, p *stagePlan) (*Summary, 
 	if err := rs.stagedSession(ctx, rs.conn); err != nil {
 		return nil, err
 	}
+	if err := rs.conn.QueryRow(ctx, "SELECT pg_catalog.current_setting('max_parallel_maintenance_workers')").Scan(&s.maintenanceWorkers); err != nil {
+		return nil, fmt.Errorf("restore: read settings: %w", err)
+	}
+	s.loading.Store(true)
 	n := rs.opts.Workers
 	if n <= 0 {
 		n = defaultWorkers
@@ -523,6 +548,7 @@ func (rs *restorer) loadStaged(parent context.Context, p *stagePlan) (*Summary, 
 		hashes[i] = h
 		s.tableLoaded(i, t)
 	}
+	s.loading.Store(false)
 	summary, err := rs.sr.finish(hashes)
 	if err != nil {
 		return nil, failure(err)
@@ -535,6 +561,13 @@ func (rs *restorer) loadStaged(parent context.Context, p *stagePlan) (*Summary, 
 	if len(p.after) > 0 {
 		if err := s.runGroup(ctx, rs.conn, p.after); err != nil {
 			return nil, failure(err)
+		}
+		for _, t := range tables {
+			if p.afterAnalyze[qname{t.Schema, t.Name}] && !rs.opts.SkipAnalyze {
+				if _, err := rs.conn.Exec(ctx, "ANALYZE "+p.stagedName(t.Schema, t.Name)); err != nil {
+					return nil, failure(fmt.Errorf("analyze %s.%s: %w", t.Schema, t.Name, err))
+				}
+			}
 		}
 	}
 	rs.progress(ProgressEvent{Phase: PhaseAnalyze, TablesDone: len(tables), TablesTotal: len(tables), Bytes: rs.bytes})
@@ -598,7 +631,23 @@ func (s *stageRun) tableLoaded(i int, t streamTable) {
 	p, rs := s.p, s.rs
 	target := p.stagedName(t.Schema, t.Name)
 	name := t.Schema + "." + t.Name
-	group := p.groups[qname{t.Schema, t.Name}]
+	q := qname{t.Schema, t.Name}
+	group := p.groups[q]
+	analyze := func(ctx context.Context, c *pgx.Conn) error {
+		start := time.Now()
+		if _, err := c.Exec(ctx, "ANALYZE "+target); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			rs.log.Warn("analyze failed; autovacuum will gather statistics later", "table", name, "error", err)
+			s.mu.Lock()
+			s.analyzed = false
+			s.mu.Unlock()
+			return nil
+		}
+		rs.log.Debug("staged analyze", "table", name, "seconds", time.Since(start).Seconds())
+		return nil
+	}
 	s.groups.Add(1)
 	s.tasks <- func(ctx context.Context, c *pgx.Conn) error {
 		defer s.groups.Done()
@@ -609,23 +658,8 @@ func (s *stageRun) tableLoaded(i int, t streamTable) {
 		if len(group) > 0 {
 			rs.log.Debug("staged post-data", "table", name, "statements", len(group), "seconds", time.Since(start).Seconds())
 		}
-		if rs.opts.SkipAnalyze {
-			return nil
-		}
-		s.tasks <- func(ctx context.Context, c *pgx.Conn) error {
-			start := time.Now()
-			if _, err := c.Exec(ctx, "ANALYZE "+target); err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				rs.log.Warn("analyze failed; autovacuum will gather statistics later", "table", name, "error", err)
-				s.mu.Lock()
-				s.analyzed = false
-				s.mu.Unlock()
-				return nil
-			}
-			rs.log.Debug("staged analyze", "table", name, "seconds", time.Since(start).Seconds())
-			return nil
+		if !p.afterAnalyze[q] && !rs.opts.SkipAnalyze {
+			s.tasks <- analyze
 		}
 		return nil
 	}
@@ -657,7 +691,14 @@ func (s *stageRun) runGroup(ctx context.Context, c *pgx.Conn, objs []object) err
 		defer cancel()
 		_ = tx.Rollback(rctx)
 	}()
+	parallel := "" // the session's, until set
 	for _, o := range objs {
+		if want := s.parallelWorkers(); want != parallel && (o.Kind == "INDEX" || o.Kind == "CONSTRAINT") {
+			if _, err := tx.Exec(ctx, "SELECT pg_catalog.set_config('max_parallel_maintenance_workers', $1, true)", want); err != nil {
+				return fmt.Errorf("restore post-data: %w", err)
+			}
+			parallel = want
+		}
 		if _, err := tx.Exec(ctx, o.SQL); err != nil {
 			return s.rs.schemaErr(ctx, fmt.Errorf("restore %s %s.%s: %w", strings.ToLower(o.Kind), o.Schema, o.Name, err))
 		}
@@ -668,22 +709,35 @@ func (s *stageRun) runGroup(ctx context.Context, c *pgx.Conn, objs []object) err
 	return nil
 }
 
-// movableQuery lists what is left in staging schema $1 to move, tables
-// first: their indexes, constraints, owned sequences, row types and
-// statistics move with them.
-const movableQuery = `
-SELECT kind, name FROM (
-	SELECT 1 AS o, 'TABLE' AS kind, c.relname AS name FROM pg_catalog.pg_class c
-	WHERE c.relnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = $1) AND c.relkind IN ('r', 'p')
-	UNION ALL
-	SELECT 2, 'SEQUENCE', c.relname FROM pg_catalog.pg_class c
-	WHERE c.relnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = $1) AND c.relkind = 'S'
-	UNION ALL
-	SELECT 3, CASE t.typtype WHEN 'd' THEN 'DOMAIN' ELSE 'TYPE' END, t.typname FROM pg_catalog.pg_type t
-	WHERE t.typnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = $1)
-	  AND t.typtype IN ('e', 'r', 'd', 'c') AND t.typcategory <> 'A'
-	  AND (t.typtype <> 'c' OR (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid = t.typrelid) = 'c')
-) x ORDER BY o, name`
+// parallelWorkers is the max_parallel_maintenance_workers of an index build
+// starting now.
+func (s *stageRun) parallelWorkers() string {
+	if s.loading.Load() {
+		return "0"
+	}
+	return s.maintenanceWorkers
+}
+
+// movableQueries list, in the order they are moved, what is in staging
+// schema $1: tables (their indexes, constraints, owned sequences, row types
+// and statistics go with them), the other sequences, the types and domains,
+// multirange types, then functions (the constructors of range types, which
+// stay behind their type). Each runs after the moves before it.
+var movableQueries = []struct{ kind, query string }{
+	{"TABLE", `SELECT pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c
+		WHERE c.relnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = $1) AND c.relkind IN ('r', 'p') ORDER BY 1`},
+	{"SEQUENCE", `SELECT pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c
+		WHERE c.relnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = $1) AND c.relkind = 'S' ORDER BY 1`},
+	{"TYPE", `SELECT CASE t.typtype WHEN 'd' THEN 'DOMAIN ' ELSE 'TYPE ' END || pg_catalog.quote_ident(t.typname) FROM pg_catalog.pg_type t
+		WHERE t.typnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = $1)
+		  AND t.typtype IN ('e', 'r', 'd', 'c') AND t.typcategory <> 'A'
+		  AND (t.typtype <> 'c' OR (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid = t.typrelid) = 'c') ORDER BY 1`},
+	{"TYPE", `SELECT pg_catalog.quote_ident(t.typname) FROM pg_catalog.pg_type t
+		WHERE t.typnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = $1) AND t.typtype = 'm' ORDER BY 1`},
+	{"ROUTINE", `SELECT pg_catalog.quote_ident(p.proname) || pg_catalog.substr(p.oid::pg_catalog.regprocedure::text,
+			pg_catalog.strpos(p.oid::pg_catalog.regprocedure::text, '('))
+		FROM pg_catalog.pg_proc p WHERE p.pronamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = $1) ORDER BY 1`},
+}
 
 // finalTransaction makes the staged objects the target's, in one
 // transaction that runs BeforeCommit before it commits.
@@ -718,43 +772,39 @@ func (rs *restorer) finalTransaction(ctx context.Context, p *stagePlan) error {
 	}
 	for _, schema := range p.schemas {
 		stage := p.stage[schema]
-		rows, err := tx.Query(ctx, movableQuery, stage)
-		if err != nil {
-			return fmt.Errorf("restore: list the staged objects: %w", err)
-		}
-		type movable struct{ kind, name string }
-		objs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (movable, error) {
-			var m movable
-			return m, r.Scan(&m.kind, &m.name)
-		})
-		if err != nil {
-			return fmt.Errorf("restore: list the staged objects: %w", err)
-		}
-		for _, o := range objs {
-			if o.kind == "SEQUENCE" || o.kind == "TYPE" {
-				// A sequence owned by a table, or a multirange or array
-				// type, went with its owner.
-				var still bool
-				q := `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-					WHERE n.nspname = $1 AND c.relname = $2)`
-				if o.kind == "TYPE" {
-					q = `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
-						WHERE n.nspname = $1 AND t.typname = $2)`
-				}
-				if err := tx.QueryRow(ctx, q, stage, o.name).Scan(&still); err != nil {
-					return fmt.Errorf("restore: move %s %s: %w", strings.ToLower(o.kind), o.name, err)
-				}
-				if !still {
-					continue
-				}
+		for _, mq := range movableQueries {
+			rows, err := tx.Query(ctx, mq.query, stage)
+			if err != nil {
+				return fmt.Errorf("restore: list the staged objects: %w", err)
 			}
-			if _, err := tx.Exec(ctx, "ALTER "+o.kind+" "+qualified(stage, o.name)+" SET SCHEMA "+ident(schema)); err != nil {
-				return fmt.Errorf("restore: move %s %s into schema %s: %w", strings.ToLower(o.kind), o.name, schema, err)
+			names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return fmt.Errorf("restore: list the staged objects: %w", err)
+			}
+			for _, name := range names {
+				kind := mq.kind
+				if kind == "TYPE" && (strings.HasPrefix(name, "TYPE ") || strings.HasPrefix(name, "DOMAIN ")) {
+					kind, name, _ = strings.Cut(name, " ")
+				}
+				if _, err := tx.Exec(ctx, "ALTER "+kind+" "+ident(stage)+"."+name+" SET SCHEMA "+ident(schema)); err != nil {
+					return fmt.Errorf("restore: move %s %s into schema %s: %w", strings.ToLower(kind), name, schema, err)
+				}
 			}
 		}
 		// Empty now: RESTRICT fails (and rolls everything back) if not.
-		if _, err := tx.Exec(ctx, "DROP SCHEMA "+ident(stage)); err != nil {
+		if _, err := tx.Exec(ctx, "SAVEPOINT kat_drop"); err != nil {
 			return fmt.Errorf("restore: drop staging schema %s: %w", stage, err)
+		}
+		if _, err := tx.Exec(ctx, "DROP SCHEMA "+ident(stage)); err != nil {
+			var left []string
+			if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT kat_drop"); rerr == nil {
+				if rows, qerr := tx.Query(ctx, `SELECT pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid) FROM pg_catalog.pg_depend d
+					WHERE d.refclassid = 'pg_catalog.pg_namespace'::pg_catalog.regclass
+					  AND d.refobjid = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = $1) ORDER BY 1 LIMIT 10`, stage); qerr == nil {
+					left, _ = pgx.CollectRows(rows, pgx.RowTo[string])
+				}
+			}
+			return fmt.Errorf("restore: drop staging schema %s (still holding %s): %w", stage, strings.Join(left, ", "), err)
 		}
 	}
 	if err := rs.execAll(ctx, comments); err != nil {

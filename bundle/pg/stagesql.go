@@ -518,3 +518,50 @@ func postDataTable(sql string, indexTable map[qname]qname) (qname, bool) {
 	}
 	return qname{}, false
 }
+
+// indexedExpression reports whether an INDEX or CONSTRAINT statement indexes
+// an expression (ANALYZE gathers statistics for those once the index
+// exists): a parenthesis inside an index's column list, or any exclusion
+// constraint. Unsure means yes.
+func indexedExpression(kind, sql string) bool {
+	toks, err := lexSQL(sql)
+	if err != nil {
+		return true
+	}
+	text := func(t sqlToken) string { return sql[t.start:t.end] }
+	switch kind {
+	case "CONSTRAINT":
+		for _, t := range toks {
+			if t.kind == tokIdent && !t.quoted && t.val == "exclude" {
+				return true
+			}
+		}
+		return false
+	case "INDEX":
+		for i := 0; i+2 < len(toks); i++ {
+			if toks[i].kind == tokIdent && !toks[i].quoted && toks[i].val == "using" && toks[i+2].kind == tokOther && text(toks[i+2]) == "(" {
+				depth := 0
+				for _, t := range toks[i+2:] {
+					if t.kind != tokOther {
+						continue
+					}
+					switch text(t) {
+					case "(":
+						depth++
+						if depth > 1 {
+							return true
+						}
+					case ")":
+						depth--
+						if depth == 0 {
+							return false
+						}
+					}
+				}
+				return true
+			}
+		}
+		return true
+	}
+	return false
+}

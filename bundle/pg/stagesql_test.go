@@ -131,3 +131,22 @@ func mustLex(t *testing.T, s string) []sqlToken {
 	}
 	return toks
 }
+
+func TestIndexedExpression(t *testing.T) {
+	for _, c := range []struct {
+		kind, sql string
+		want      bool
+	}{
+		{"INDEX", `CREATE INDEX i ON public.t USING btree (cluster_id)`, false},
+		{"INDEX", `CREATE INDEX i ON public.t USING btree (a, b DESC NULLS LAST) INCLUDE (c) WHERE (d IS NULL)`, false},
+		{"INDEX", `CREATE INDEX i ON public.t USING btree (lower(name))`, true},
+		{"INDEX", `CREATE INDEX i ON public.t USING btree (((a + b)))`, true},
+		{"INDEX", `CREATE INDEX i ON public.t USING gin (c COLLATE "C" text_pattern_ops)`, false},
+		{"CONSTRAINT", `ALTER TABLE ONLY public.t ADD CONSTRAINT k PRIMARY KEY (id)`, false},
+		{"CONSTRAINT", `ALTER TABLE ONLY public.t ADD CONSTRAINT x EXCLUDE USING gist (r WITH &&)`, true},
+	} {
+		if got := indexedExpression(c.kind, c.sql); got != c.want {
+			t.Errorf("indexedExpression(%s) = %v, want %v", c.sql, got, c.want)
+		}
+	}
+}

@@ -4,9 +4,10 @@
 // pg_dump's and pg_restore's.
 //
 //	pgengine [-level default] dump URL FILE
-//	pgengine restore URL FILE
+//	pgengine [-workers N] [-single-transaction] [-v] restore URL FILE
 //
-// It prints a JSON result: stream and file sizes, and seconds per phase.
+// It prints a JSON result: stream and file sizes, and seconds per phase
+// (-v: the engine's debug log, with the time of each staged step, on stderr).
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -54,8 +56,14 @@ func (c *phaseClock) event(ev pg.ProgressEvent) {
 func main() {
 	level := flag.String("level", "default", "zstd level: fastest, default, better or best")
 	readback := flag.String("readback", "auto", "restore: re-read loaded tables: auto, always or never")
-	flag.BoolVar(&restoreOpts.SkipAnalyze, "skip-analyze", false, "restore: no ANALYZE after commit")
+	flag.BoolVar(&restoreOpts.SkipAnalyze, "skip-analyze", false, "restore: no ANALYZE")
+	flag.BoolVar(&restoreOpts.SingleTransaction, "single-transaction", false, "restore: in one transaction on one connection (no staging)")
+	flag.IntVar(&restoreOpts.Workers, "workers", 0, "restore: connections beside the loader (0: the engine's default)")
+	verbose := flag.Bool("v", false, "log the engine's debug records on stderr")
 	flag.Parse()
+	if *verbose {
+		restoreOpts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	switch *readback {
 	case "auto":
 		restoreOpts.Readback = pg.ReadbackAuto
