@@ -57,10 +57,20 @@ type RestoreOptions struct {
 	// that nothing at all is written. Streams older than 1.2, or that cannot
 	// be staged (see Restore), are restored this way anyway.
 	SingleTransaction bool
-	// Workers is how many connections, besides the one that loads the rows,
-	// build keys and indexes, re-read tables and gather statistics while the
-	// rows load (staged restore); 0 means 2.
+	// Workers is how many connections build keys and indexes, re-read
+	// tables and gather statistics while the rows load (staged restore); 0
+	// means 2.
 	Workers int
+	// Loaders is how many connections load tables at once (staged restore);
+	// 0 means 2. The stream holds one table after the other: to start the
+	// next table while a loader is still busy, the restore reads ahead and
+	// keeps what it read, compressed, in an unlinked file in SpoolDir
+	// (memory stays bounded; the disk holds at most what was read ahead).
+	Loaders int
+	// SpoolDir is where that file goes; "" is the system's temporary
+	// directory. When it cannot be created, the restore reads no further
+	// ahead than its memory bound.
+	SpoolDir string
 	// DeferAnalyze leaves the statistics to the caller when they could only
 	// be gathered after the commit (a one-transaction restore): Restore then
 	// returns without ANALYZE and Summary.Analyzed is false, and the caller

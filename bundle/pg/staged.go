@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,9 +51,12 @@ var errStageFallback = errors.New("staged restore not possible")
 // database ("kat_stag").
 const stagingLockKey int64 = 0x6b61745f73746167
 
-// defaultWorkers is how many connections beside the loader a staged restore
-// uses by default.
-const defaultWorkers = 2
+// defaultWorkers and defaultLoaders are how many connections a staged
+// restore builds indexes on, and loads rows on, by default.
+const (
+	defaultWorkers = 2
+	defaultLoaders = 2
+)
 
 // stagePlan is how one stream is restored through staging schemas.
 type stagePlan struct {
@@ -70,11 +74,12 @@ type stagePlan struct {
 	// single table (foreign keys), run after every group.
 	groups map[qname][]object
 	after  []object
-	// afterAnalyze: tables with an index on an expression in after, analyzed
-	// once it exists (ANALYZE gathers statistics for indexed expressions);
-	// the others are analyzed after their group. (ANALYZE and CREATE INDEX
-	// lock each other out, so they cannot overlap on one table.)
-	afterAnalyze map[qname]bool
+	// A table is analyzed as soon as it is loaded, before its index builds
+	// (ANALYZE and CREATE INDEX lock each other out), unless it has an index
+	// on an expression, whose statistics ANALYZE gathers only once it
+	// exists: after its group (lateAnalyze) or after the after list
+	// (afterAnalyze).
+	lateAnalyze, afterAnalyze map[qname]bool
 }
 
 // newStagePlan rewrites the stream's statements for staging, or says why the
@@ -94,7 +99,7 @@ func newStagePlan(sr *streamReader, pre []object) (*stagePlan, error) {
 	}
 	tag := hex.EncodeToString(id.Sum(nil))[:12]
 	p := &stagePlan{schemas: h.Schemas, stage: map[string]string{}, groups: map[qname][]object{},
-		afterAnalyze: map[qname]bool{}}
+		lateAnalyze: map[qname]bool{}, afterAnalyze: map[qname]bool{}}
 	for i, s := range h.Schemas {
 		p.stage[s] = stagingPrefix + tag + "_" + strconv.Itoa(i+1)
 	}
@@ -140,6 +145,9 @@ func newStagePlan(sr *streamReader, pre []object) (*stagePlan, error) {
 		expr := (o.Kind == "INDEX" || o.Kind == "CONSTRAINT") && indexedExpression(o.Kind, o.SQL)
 		if !cut && ok && o.Kind != "FK CONSTRAINT" {
 			p.groups[t] = append(p.groups[t], staged)
+			if expr {
+				p.lateAnalyze[t] = true
+			}
 			continue
 		}
 		// From the first foreign key (or entry of no single table) on,
@@ -178,9 +186,12 @@ type stageRun struct {
 	err      error
 	analyzed bool
 
-	tasks   chan func(context.Context, *pgx.Conn) error
-	workers sync.WaitGroup
-	groups  sync.WaitGroup
+	// tasks go to the workers; chains (a table's ANALYZE and keys, the end
+	// of its group) before single index builds, so that what must run one
+	// after the other starts first.
+	tasks, chains chan func(context.Context, *pgx.Conn) error
+	workers       sync.WaitGroup
+	groups        sync.WaitGroup
 	// readback[i] is table i as re-read from the target (when reading back).
 	readback []*tableHash
 	// loading is true until the last table is loaded: meanwhile an index
@@ -190,6 +201,8 @@ type stageRun struct {
 	loading atomic.Bool
 	// maintenanceWorkers is the server's max_parallel_maintenance_workers.
 	maintenanceWorkers string
+	// feeder carries the rows from the stream to the loaders.
+	feeder *feeder
 }
 
 // fail keeps the first error and stops everything.
@@ -198,8 +211,12 @@ func (s *stageRun) fail(err error) {
 	if s.err == nil {
 		s.err = err
 	}
+	f := s.feeder
 	s.mu.Unlock()
 	s.cancel()
+	if f != nil {
+		f.abort()
+	}
 }
 
 func (s *stageRun) failed() error {
@@ -472,7 +489,8 @@ func (rs *restorer) loadStaged(parent context.Context, p *stagePlan) (*Summary, 
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	s := &stageRun{rs: rs, p: p, ctx: ctx, cancel: cancel, readback: make([]*tableHash, len(tables)),
-		tasks: make(chan func(context.Context, *pgx.Conn) error, 3*len(tables)+1), analyzed: !rs.opts.SkipAnalyze}
+		tasks:  make(chan func(context.Context, *pgx.Conn) error, 2*len(tables)+len(p.trial)+1),
+		chains: make(chan func(context.Context, *pgx.Conn) error, 2*len(tables)+1), analyzed: !rs.opts.SkipAnalyze}
 	if err := rs.stagedSession(ctx, rs.conn); err != nil {
 		return nil, err
 	}
@@ -484,13 +502,17 @@ func (rs *restorer) loadStaged(parent context.Context, p *stagePlan) (*Summary, 
 	if n <= 0 {
 		n = defaultWorkers
 	}
-	conns := make([]*pgx.Conn, 0, n)
+	nl := rs.opts.Loaders
+	if nl <= 0 {
+		nl = defaultLoaders
+	}
+	conns := make([]*pgx.Conn, 0, n+nl-1)
 	defer func() {
 		for _, c := range conns {
 			_ = c.Close(context.Background())
 		}
 	}()
-	for i := 0; i < n; i++ {
+	for i := 0; i < n+nl-1; i++ {
 		c, err := connect(ctx, rs.connString, "target")
 		if err == nil {
 			err = rs.stagedSession(ctx, c)
@@ -503,16 +525,45 @@ func (rs *restorer) loadStaged(parent context.Context, p *stagePlan) (*Summary, 
 		}
 		conns = append(conns, c)
 	}
-	for _, c := range conns {
+	// The first connection (rs.conn) and nl-1 more load; the rest work.
+	loaders := append([]*pgx.Conn{rs.conn}, conns[n:]...)
+	workerConns := conns[:n]
+	work := func(c *pgx.Conn) {
 		s.workers.Add(1)
-		go func(c *pgx.Conn) {
+		go func() {
 			defer s.workers.Done()
-			for task := range s.tasks {
+			tasks, chains := s.tasks, s.chains
+			for tasks != nil || chains != nil {
+				var task func(context.Context, *pgx.Conn) error
+				var ok bool
+				select {
+				case task, ok = <-chains:
+					if !ok {
+						chains = nil
+						continue
+					}
+				default:
+					select {
+					case task, ok = <-chains:
+						if !ok {
+							chains = nil
+							continue
+						}
+					case task, ok = <-tasks:
+						if !ok {
+							tasks = nil
+							continue
+						}
+					}
+				}
 				if err := task(ctx, c); err != nil {
 					s.fail(err)
 				}
 			}
-		}(c)
+		}()
+	}
+	for _, c := range workerConns {
+		work(c)
 	}
 	closed := false
 	// stop waits for the queued work (cancelled first when aborting) and
@@ -527,6 +578,7 @@ func (rs *restorer) loadStaged(parent context.Context, p *stagePlan) (*Summary, 
 		}
 		s.groups.Wait()
 		close(s.tasks)
+		close(s.chains)
 		s.workers.Wait()
 	}
 	defer stop(true)
@@ -539,19 +591,71 @@ func (rs *restorer) loadStaged(parent context.Context, p *stagePlan) (*Summary, 
 		return err
 	}
 
+	// The loaders take the tables in stream order, each table in a
+	// transaction of its own that truncates it first so that COPY may
+	// FREEZE; this goroutine reads the stream into their feeds.
+	fdr := newFeeder(rs.opts.SpoolDir)
+	defer fdr.close()
+	s.feeder = fdr
+	jobs := make(chan loadJob, len(tables))
+	var loading sync.WaitGroup
+	jobsClosed := false
+	endLoads := func() {
+		if !jobsClosed {
+			jobsClosed = true
+			close(jobs)
+		}
+		loading.Wait()
+	}
+	defer func() {
+		fdr.abort() // a no-op once the loads are over
+		endLoads()
+	}()
+	for _, c := range loaders {
+		loading.Add(1)
+		go func(c *pgx.Conn) {
+			defer loading.Done()
+			for {
+				fdr.loaderIdle()
+				job, ok := <-jobs
+				fdr.loaderBusy()
+				if !ok {
+					return
+				}
+				if err := s.load(ctx, c, job); err != nil {
+					s.fail(err)
+				}
+			}
+		}(c)
+	}
 	hashes := make([]*tableHash, len(tables))
+	buf := make([]byte, feedChunk)
 	for i, t := range tables {
-		h, err := rs.loadStagedTable(ctx, p, i, t)
+		fd := fdr.newFeed()
+		jobs <- loadJob{i: i, t: t, fd: fd}
+		h, err := rs.readTable(i, t, fd, buf)
 		if err != nil {
+			s.fail(err)
+			fd.finish(0, err)
 			return nil, failure(err)
 		}
 		hashes[i] = h
-		s.tableLoaded(i, t)
 	}
-	s.loading.Store(false)
 	summary, err := rs.sr.finish(hashes)
 	if err != nil {
+		s.fail(err)
 		return nil, failure(err)
+	}
+	endLoads()
+	if err := s.failed(); err != nil {
+		return nil, err
+	}
+	rs.log.Debug("staged every table", "loaders", len(loaders), "spilled", fdr.spilled)
+	s.loading.Store(false)
+	// The other loaders' connections build indexes now (rs.conn stays for
+	// the foreign keys and the final transaction).
+	for _, c := range loaders[1:] {
+		work(c)
 	}
 	rs.progress(ProgressEvent{Phase: PhasePostData, TablesDone: len(tables), TablesTotal: len(tables), Bytes: rs.bytes})
 	s.groups.Wait()
@@ -597,42 +701,104 @@ func (rs *restorer) loadStaged(parent context.Context, p *stagePlan) (*Summary, 
 	return summary, nil
 }
 
-// loadStagedTable loads table i into its staging table in a transaction of
-// its own, which truncates it first so that COPY may FREEZE.
-func (rs *restorer) loadStagedTable(ctx context.Context, p *stagePlan, i int, t streamTable) (*tableHash, error) {
-	tx, err := rs.conn.Begin(ctx)
+// loadJob is one table for a loader.
+type loadJob struct {
+	i  int
+	t  streamTable
+	fd *feed
+}
+
+// readTable reads table i's data from the stream into its feed, hashing and
+// counting it as the dump did.
+func (rs *restorer) readTable(i int, t streamTable, fd *feed, buf []byte) (*tableHash, error) {
+	name := t.Schema + "." + t.Name
+	ev := ProgressEvent{Phase: PhaseData, Table: name, TablesDone: i, TablesTotal: len(rs.sr.header.Tables), Bytes: rs.bytes}
+	rs.progress(ev)
+	h := newTableHash()
+	src := rs.sr.tableData(i + 1)
+	for {
+		n, err := io.ReadFull(src, buf)
+		if n > 0 {
+			_, _ = h.Write(buf[:n])
+			if perr := fd.push(buf[:n]); perr != nil {
+				return nil, perr
+			}
+			ev.TableBytes += int64(n)
+			ev.Bytes += int64(n)
+			rs.bytes += int64(n)
+			if ev.TableBytes%(4<<20) < int64(n) {
+				rs.progress(ev)
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("restore table %s: %w", name, err)
+		}
+	}
+	if t.NoData && h.bytes > 0 {
+		return nil, corrupt("table %s is marked without data but has data members", name)
+	}
+	fd.finish(h.rows, nil)
+	return h, nil
+}
+
+// load copies one table from its feed into its staging table on c, in a
+// transaction that truncates it first, so that COPY may FREEZE, then hands
+// it to the workers.
+func (s *stageRun) load(ctx context.Context, c *pgx.Conn, job loadJob) error {
+	t := job.t
+	name := t.Schema + "." + t.Name
+	tx, err := c.Begin(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("restore table %s.%s: %w", t.Schema, t.Name, err)
+		return fmt.Errorf("restore table %s: %w", name, err)
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = tx.Rollback(rctx)
 	}()
-	target := p.stagedName(t.Schema, t.Name)
+	target := s.p.stagedName(t.Schema, t.Name)
 	if _, err := tx.Exec(ctx, "TRUNCATE TABLE "+target); err != nil {
-		return nil, fmt.Errorf("restore table %s.%s: %w", t.Schema, t.Name, err)
+		return fmt.Errorf("restore table %s: %w", name, err)
 	}
 	start := time.Now()
-	h, err := rs.copyIn(ctx, i, t, target)
+	tag, err := c.PgConn().CopyFrom(ctx, job.fd.reader(ctx), "COPY "+target+" "+copyColumnList(t)+" FROM STDIN WITH (FREEZE)")
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("restore table %s: %w", name, err)
+	}
+	if rows := job.fd.rows; tag.RowsAffected() != rows {
+		return fmt.Errorf("%w: table %s: the server loaded %d rows, the stream holds %d", ErrChecksumMismatch, name, tag.RowsAffected(), rows)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("restore table %s.%s: %w", t.Schema, t.Name, err)
+		return fmt.Errorf("restore table %s: %w", name, err)
 	}
-	rs.log.Debug("staged table", "table", t.Schema+"."+t.Name, "rows", h.rows, "bytes", h.bytes, "seconds", time.Since(start).Seconds())
-	return h, nil
+	s.rs.log.Debug("staged table", "table", name, "rows", job.fd.rows, "seconds", time.Since(start).Seconds())
+	s.tableLoaded(job.i, t)
+	return nil
 }
 
-// tableLoaded hands a loaded table to the workers: its post-data group, then
-// ANALYZE; and the readback.
+// tableLoaded hands a loaded table to the workers: ANALYZE, its keys and
+// exclusion constraints (one after the other: each locks the table), its
+// other indexes (at once, on as many workers as are free), the rest of its
+// group (CLUSTER ON, replica identity, comments); and the readback.
 func (s *stageRun) tableLoaded(i int, t streamTable) {
 	p, rs := s.p, s.rs
 	target := p.stagedName(t.Schema, t.Name)
 	name := t.Schema + "." + t.Name
 	q := qname{t.Schema, t.Name}
-	group := p.groups[q]
+	var keys, indexes, rest []object
+	for _, o := range p.groups[q] {
+		switch o.Kind {
+		case "CONSTRAINT":
+			keys = append(keys, o)
+		case "INDEX":
+			indexes = append(indexes, o)
+		default:
+			rest = append(rest, o)
+		}
+	}
 	analyze := func(ctx context.Context, c *pgx.Conn) error {
 		start := time.Now()
 		if _, err := c.Exec(ctx, "ANALYZE "+target); err != nil {
@@ -648,18 +814,62 @@ func (s *stageRun) tableLoaded(i int, t streamTable) {
 		rs.log.Debug("staged analyze", "table", name, "seconds", time.Since(start).Seconds())
 		return nil
 	}
-	s.groups.Add(1)
-	s.tasks <- func(ctx context.Context, c *pgx.Conn) error {
-		defer s.groups.Done()
+	analyzeFirst := !rs.opts.SkipAnalyze && !p.lateAnalyze[q] && !p.afterAnalyze[q]
+	analyzeLast := !rs.opts.SkipAnalyze && p.lateAnalyze[q] && !p.afterAnalyze[q]
+	timed := func(ctx context.Context, c *pgx.Conn, objs []object) error {
 		start := time.Now()
-		if err := s.runGroup(ctx, c, group); err != nil {
+		if err := s.runGroup(ctx, c, objs); err != nil {
 			return err
 		}
-		if len(group) > 0 {
-			rs.log.Debug("staged post-data", "table", name, "statements", len(group), "seconds", time.Since(start).Seconds())
+		for _, o := range objs {
+			rs.log.Debug("staged post-data", "table", name, "kind", o.Kind, "name", o.Name, "statements", len(objs), "seconds", time.Since(start).Seconds())
+			break
 		}
-		if !p.afterAnalyze[q] && !rs.opts.SkipAnalyze {
-			s.tasks <- analyze
+		return nil
+	}
+	s.groups.Add(1)
+	last := func(ctx context.Context, c *pgx.Conn) error {
+		defer s.groups.Done()
+		if err := timed(ctx, c, rest); err != nil {
+			return err
+		}
+		if analyzeLast {
+			return analyze(ctx, c)
+		}
+		return nil
+	}
+	s.chains <- func(ctx context.Context, c *pgx.Conn) error {
+		if analyzeFirst {
+			if err := analyze(ctx, c); err != nil {
+				s.groups.Done()
+				return err
+			}
+		}
+		if err := timed(ctx, c, keys); err != nil {
+			s.groups.Done()
+			return err
+		}
+		if len(indexes) == 0 {
+			return last(ctx, c)
+		}
+		var left atomic.Int32
+		var failed atomic.Bool
+		left.Store(int32(len(indexes)))
+		for _, o := range indexes {
+			s.tasks <- func(ctx context.Context, c *pgx.Conn) error {
+				err := timed(ctx, c, []object{o})
+				if err != nil {
+					failed.Store(true)
+				}
+				if left.Add(-1) == 0 {
+					if failed.Load() {
+						s.groups.Done()
+					} else {
+						s.chains <- last
+					}
+				}
+				return err
+			}
 		}
 		return nil
 	}
