@@ -26,7 +26,7 @@ import (
 
 const (
 	// feedMemory bounds the data held in memory by all feeds together.
-	feedMemory = 16 << 20
+	feedMemory = 8 << 20
 	// feedChunk is the size of the reads from the stream, and of a spooled
 	// chunk.
 	feedChunk = 256 << 10

@@ -89,6 +89,14 @@ type RestoreOptions struct {
 	SkipAnalyze bool
 	// MaintenanceWorkMem is set (SET LOCAL) for index builds; default "256MB".
 	MaintenanceWorkMem string
+	// ToastCompression is how the restore compresses long values
+	// (default_toast_compression of its sessions): "lz4" or "pglz"; "" (auto)
+	// means lz4 when the target supports it (PostgreSQL 14 on, built with
+	// lz4) and leaves its default_toast_compression at the built-in default
+	// (pglz), else the target's own setting; "default" always keeps the
+	// target's. The values are the same whichever compresses them; lz4
+	// writes them several times faster.
+	ToastCompression string
 }
 
 // Readback is when Restore re-reads loaded tables to compare checksums.

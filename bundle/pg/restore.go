@@ -63,6 +63,9 @@ func Restore(ctx context.Context, connString string, r io.Reader, opts RestoreOp
 
 	rs := &restorer{conn: conn, connString: connString, sr: sr, opts: opts, log: log, readback: readback,
 		targetVersion: targetVersionStr, targetVersionNum: targetVersion}
+	if err := rs.chooseToastCompression(ctx); err != nil {
+		return nil, err
+	}
 	if !opts.SingleTransaction {
 		plan, err := newStagePlan(sr, pre)
 		switch {
@@ -79,10 +82,55 @@ func Restore(ctx context.Context, connString string, r io.Reader, opts RestoreOp
 	return rs.oneTransaction(ctx, pre)
 }
 
+// chooseToastCompression picks the sessions' default_toast_compression
+// (RestoreOptions.ToastCompression).
+func (rs *restorer) chooseToastCompression(ctx context.Context) error {
+	switch c := rs.opts.ToastCompression; c {
+	case "default":
+		return nil
+	case "lz4", "pglz":
+		rs.toast = c
+		return nil
+	case "":
+	default:
+		return fmt.Errorf("restore: TOAST compression %q: use lz4, pglz, default or nothing", c)
+	}
+	if rs.targetVersionNum < 140000 {
+		return nil
+	}
+	var source string
+	var lz4 bool
+	err := rs.conn.QueryRow(ctx, `SELECT source, 'lz4' = ANY(enumvals) FROM pg_catalog.pg_settings WHERE name = 'default_toast_compression'`).Scan(&source, &lz4)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("restore: read settings: %w", err)
+	}
+	if lz4 && source == "default" {
+		rs.toast = "lz4"
+	}
+	return nil
+}
+
+// session applies the restore's settings to one of its connections.
+func (rs *restorer) session(ctx context.Context, c *pgx.Conn) error {
+	if rs.toast == "" {
+		return nil
+	}
+	if _, err := c.Exec(ctx, "SELECT pg_catalog.set_config('default_toast_compression', $1, false)", rs.toast); err != nil {
+		return fmt.Errorf("restore: session settings: %w", err)
+	}
+	return nil
+}
+
 // oneTransaction restores the stream in one transaction on rs.conn, then
 // runs ANALYZE (unless SkipAnalyze or DeferAnalyze).
 func (rs *restorer) oneTransaction(ctx context.Context, pre []object) (*Summary, error) {
 	opts, sr := rs.opts, rs.sr
+	if err := rs.session(ctx, rs.conn); err != nil {
+		return nil, err
+	}
 	tx, err := rs.conn.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("start restore transaction: %w", err)
@@ -134,6 +182,8 @@ type restorer struct {
 	// The target server's server_version and server_version_num.
 	targetVersion    string
 	targetVersionNum int
+	// toast is the sessions' default_toast_compression ("": the target's).
+	toast string
 }
 
 // schemaErr makes a statement the target refused an *OlderTargetError when

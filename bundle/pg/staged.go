@@ -480,7 +480,7 @@ func (rs *restorer) stagedSession(ctx context.Context, c *pgx.Conn) error {
 			return fmt.Errorf("restore: session settings: %w", err)
 		}
 	}
-	return nil
+	return rs.session(ctx, c)
 }
 
 // loadStaged runs steps 3 to 5 on committed staging schemas.

@@ -223,12 +223,20 @@ func TestRestoreBackendTerminatedMidCopy(t *testing.T) {
 	admin := dst.Connect(t)
 
 	err := interruptedRestore(t, ctxFor(t), dst.URL+"&application_name=kat-restore-under-test", stream, func() {
-		var n int
-		// The connection that loads the rows (the others build indexes).
-		err := admin.QueryRow(context.Background(), `SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity
-			WHERE application_name = 'kat-restore-under-test' AND datname = $1 AND query LIKE 'COPY % FROM STDIN%'`, dst.Name).Scan(&n)
-		if err != nil || n != 1 {
-			t.Errorf("terminate the restore's backend: %d terminated, %v", n, err)
+		// A connection that loads rows (the others build indexes), once
+		// its COPY runs: the stream is read ahead of the loads.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var n int
+			err := admin.QueryRow(context.Background(), `SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity
+				WHERE application_name = 'kat-restore-under-test' AND datname = $1 AND state = 'active' AND query LIKE 'COPY % FROM STDIN%'`, dst.Name).Scan(&n)
+			if err != nil || (n == 0 && time.Now().After(deadline)) {
+				t.Errorf("terminate the restore's loading backend: %d terminated, %v", n, err)
+			}
+			if err != nil || n > 0 || time.Now().After(deadline) {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	})
 	if err == nil {

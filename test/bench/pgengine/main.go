@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -58,9 +59,24 @@ func main() {
 	readback := flag.String("readback", "auto", "restore: re-read loaded tables: auto, always or never")
 	flag.BoolVar(&restoreOpts.SkipAnalyze, "skip-analyze", false, "restore: no ANALYZE")
 	flag.BoolVar(&restoreOpts.SingleTransaction, "single-transaction", false, "restore: in one transaction on one connection (no staging)")
-	flag.IntVar(&restoreOpts.Workers, "workers", 0, "restore: connections beside the loader (0: the engine's default)")
+	flag.IntVar(&restoreOpts.Workers, "workers", 0, "restore: connections that build indexes (0: the engine's default)")
+	flag.IntVar(&restoreOpts.Loaders, "loaders", 0, "restore: connections that load rows (0: the engine's default)")
+	flag.StringVar(&restoreOpts.ToastCompression, "toast-compression", "", "restore: lz4, pglz, default (the target's) or empty (the engine's choice)")
 	verbose := flag.Bool("v", false, "log the engine's debug records on stderr")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pgengine:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "pgengine:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *verbose {
 		restoreOpts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -86,6 +102,7 @@ func main() {
 	}
 	res, err := runOp(flag.Arg(0), flag.Arg(1), flag.Arg(2), lvl)
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "pgengine:", err)
 		os.Exit(1)
 	}
