@@ -109,8 +109,10 @@ type feeder struct {
 	aborted bool
 	dir     string
 	spool   *spool
-	// noSpool: spilling was tried and failed; the reader then only waits.
-	noSpool bool
+	// noSpool: spilling was tried and failed (spoolErr); the reader then
+	// only waits.
+	noSpool  bool
+	spoolErr error
 	// spilled counts the bytes spilled, for the log.
 	spilled int64
 }
@@ -190,7 +192,11 @@ func (fd *feed) push(data []byte) error {
 			p, err := f.spool.write(data)
 			f.mu.Lock()
 			if err != nil {
-				return err
+				// A full disk only ends the reading ahead: what is
+				// spooled stays readable, the rest waits for the loaders.
+				f.noSpool = true
+				f.spoolErr = err
+				continue
 			}
 			fd.parts = append(fd.parts, p)
 			f.spilled += int64(len(data))

@@ -651,6 +651,9 @@ func (rs *restorer) loadStaged(parent context.Context, p *stagePlan) (*Summary, 
 		return nil, err
 	}
 	rs.log.Debug("staged every table", "loaders", len(loaders), "spilled", fdr.spilled)
+	if fdr.spoolErr != nil {
+		rs.log.Warn("the restore stopped reading ahead: its spool file could not grow (RestoreOptions.SpoolDir)", "error", fdr.spoolErr)
+	}
 	s.loading.Store(false)
 	// The other loaders' connections build indexes now (rs.conn stays for
 	// the foreign keys and the final transaction).

@@ -313,7 +313,7 @@ func benchPGScale(b *bench) error {
 	pgDump, pgRestore := filepath.Join(srv.BinDir, "pg_dump"), filepath.Join(srv.BinDir, "pg_restore")
 	ourFile, fcFile := filepath.Join(dir, "ours.tar.zst"), filepath.Join(dir, "reference.dump")
 	// bytesPerUnit: database bytes of one Bench scale; refined after each point.
-	bytesPerUnit := float64(400 << 20)
+	bytesPerUnit := float64(616 << 20)
 	type point struct {
 		size                      int64
 		dump, restore             measured
