@@ -488,7 +488,7 @@ func (rs *restorer) loadStaged(parent context.Context, p *stagePlan) (*Summary, 
 	tables := rs.sr.header.Tables
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	s := &stageRun{rs: rs, p: p, ctx: ctx, cancel: cancel, readback: make([]*tableHash, len(tables)),
+	s := &stageRun{rs: rs, p: p, ctx: ctx, cancel: cancel, readback: make([]*tableHash, len(tables)), feeder: newFeeder(rs.opts.SpoolDir),
 		tasks:  make(chan func(context.Context, *pgx.Conn) error, 2*len(tables)+len(p.trial)+1),
 		chains: make(chan func(context.Context, *pgx.Conn) error, 2*len(tables)+1), analyzed: !rs.opts.SkipAnalyze}
 	if err := rs.stagedSession(ctx, rs.conn); err != nil {
@@ -594,9 +594,8 @@ func (rs *restorer) loadStaged(parent context.Context, p *stagePlan) (*Summary, 
 	// The loaders take the tables in stream order, each table in a
 	// transaction of its own that truncates it first so that COPY may
 	// FREEZE; this goroutine reads the stream into their feeds.
-	fdr := newFeeder(rs.opts.SpoolDir)
+	fdr := s.feeder
 	defer fdr.close()
-	s.feeder = fdr
 	jobs := make(chan loadJob, len(tables))
 	var loading sync.WaitGroup
 	jobsClosed := false

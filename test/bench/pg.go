@@ -295,6 +295,14 @@ func databaseSize(b *bench, db *harness.Database) int64 {
 // benchPGScale dumps and restores databases of growing size: the time per
 // GiB must stay about the same (linear) and the peak memory flat.
 func benchPGScale(b *bench) error {
+	named := false
+	for _, a := range flag.Args() {
+		named = named || a == "pg-scale"
+	}
+	if !named {
+		fmt.Println("not run unless named (it generates and moves about 8 GiB, most of an hour on two cores): go run ./bench pg-scale")
+		return nil
+	}
 	var targets []float64
 	for _, f := range strings.Split(*pgScaleGiB, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
