@@ -299,6 +299,20 @@ func (rs *restorer) clearStaging(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("inspect target database: %w", err)
 	}
+	if len(left) > 0 {
+		rows, err := tx.Query(ctx, outsideDependentsQuery, left)
+		if err != nil {
+			return fmt.Errorf("inspect target database: %w", err)
+		}
+		deps, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("inspect target database: %w", err)
+		}
+		if len(deps) > 0 {
+			return fmt.Errorf("the staging schema(s) %s that an earlier restore left are used by objects outside them (%s): drop those, or the schemas, yourself",
+				strings.Join(left, ", "), strings.Join(deps, "; "))
+		}
+	}
 	for _, s := range left {
 		rs.log.Info("dropping the staging schema an earlier restore left", "schema", s)
 		if _, err := tx.Exec(ctx, "DROP SCHEMA "+ident(s)+" CASCADE"); err != nil {
@@ -310,6 +324,38 @@ func (rs *restorer) clearStaging(ctx context.Context) error {
 	}
 	return nil
 }
+
+// objectNamespace is the schema of the object (classid, objid) of pg_depend
+// row d, for the catalogs a restore's objects and their users live in.
+func objectNamespace(classid, objid string) string {
+	return `CASE ` + classid + `
+			WHEN 'pg_catalog.pg_class'::pg_catalog.regclass THEN (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = ` + objid + `)
+			WHEN 'pg_catalog.pg_type'::pg_catalog.regclass THEN (SELECT typnamespace FROM pg_catalog.pg_type WHERE oid = ` + objid + `)
+			WHEN 'pg_catalog.pg_constraint'::pg_catalog.regclass THEN (SELECT connamespace FROM pg_catalog.pg_constraint WHERE oid = ` + objid + `)
+			WHEN 'pg_catalog.pg_proc'::pg_catalog.regclass THEN (SELECT pronamespace FROM pg_catalog.pg_proc WHERE oid = ` + objid + `)
+			WHEN 'pg_catalog.pg_attrdef'::pg_catalog.regclass THEN (SELECT c.relnamespace FROM pg_catalog.pg_attrdef a
+				JOIN pg_catalog.pg_class c ON c.oid = a.adrelid WHERE a.oid = ` + objid + `)
+			WHEN 'pg_catalog.pg_rewrite'::pg_catalog.regclass THEN (SELECT c.relnamespace FROM pg_catalog.pg_rewrite r
+				JOIN pg_catalog.pg_class c ON c.oid = r.ev_class WHERE r.oid = ` + objid + `)
+			WHEN 'pg_catalog.pg_trigger'::pg_catalog.regclass THEN (SELECT c.relnamespace FROM pg_catalog.pg_trigger g
+				JOIN pg_catalog.pg_class c ON c.oid = g.tgrelid WHERE g.oid = ` + objid + `)
+			WHEN 'pg_catalog.pg_namespace'::pg_catalog.regclass THEN ` + objid + `
+		END`
+}
+
+// outsideDependentsQuery lists objects outside the staging schemas $1 that
+// normally depend on objects in them (a user's view or foreign key on a
+// leftover staging table): DROP SCHEMA ... CASCADE would take them along.
+var outsideDependentsQuery = `
+WITH stg AS (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = ANY($1)),
+d AS (
+	SELECT pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid) AS dependent,
+		` + objectNamespace("d.classid", "d.objid") + ` AS fromns,
+		` + objectNamespace("d.refclassid", "d.refobjid") + ` AS tons
+	FROM pg_catalog.pg_depend d WHERE d.deptype = 'n' AND d.objid >= 16384)
+SELECT dependent FROM d
+WHERE tons IN (SELECT oid FROM stg) AND (fromns IS NULL OR fromns NOT IN (SELECT oid FROM stg))
+ORDER BY 1 LIMIT 5`
 
 // targetObjectsCountQuery counts the relations, types, constraints and
 // routines in the schemas $1 (the stream's schemas, as they are in the
@@ -458,8 +504,20 @@ func (rs *restorer) dropStaging(p *stagePlan) {
 	for _, s := range p.stageSchemas() {
 		drop = append(drop, ident(s))
 	}
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+strings.Join(drop, ", ")+" CASCADE"); err != nil {
+	rows, err := conn.Query(ctx, outsideDependentsQuery, p.stageSchemas())
+	var deps []string
+	if err == nil {
+		deps, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	switch {
+	case err != nil:
 		rs.log.Warn("the staging schemas stay until the next restore drops them", "error", err)
+	case len(deps) > 0:
+		rs.log.Warn("the staging schemas stay: objects outside them use them", "objects", strings.Join(deps, "; "))
+	default:
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+strings.Join(drop, ", ")+" CASCADE"); err != nil {
+			rs.log.Warn("the staging schemas stay until the next restore drops them", "error", err)
+		}
 	}
 }
 

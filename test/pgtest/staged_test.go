@@ -425,6 +425,20 @@ func TestStagedRestoreLeftovers(t *testing.T) {
 	}
 	assertSameSnapshot(t, "restored target", snapshot(t, src.URL), snapshot(t, dst.URL))
 
+	// A leftover that something outside it uses is not dropped (CASCADE
+	// would take that along): the restore says so and changes nothing.
+	used := harness.NewDatabase(t)
+	used.Exec(t, `CREATE SCHEMA kubectl_assisted_staging_0123456789ab_1;
+		COMMENT ON SCHEMA kubectl_assisted_staging_0123456789ab_1 IS 'kubectl-assisted restore staging: left by a killed restore';
+		CREATE TABLE kubectl_assisted_staging_0123456789ab_1.hosts (id text);
+		CREATE VIEW public.users_view AS SELECT id FROM kubectl_assisted_staging_0123456789ab_1.hosts`)
+	before := state(t, used.URL)
+	_, err := pg.Restore(ctxFor(t), used.URL, bytes.NewReader(stream), pg.RestoreOptions{Replace: true})
+	if err == nil || !strings.Contains(err.Error(), "users_view") {
+		t.Fatalf("restore next to a leftover staging schema a view uses: %v, want a refusal naming the view", err)
+	}
+	assertSameText(t, "target with a used leftover", before, state(t, used.URL))
+
 	mine := harness.NewDatabase(t)
 	mine.Exec(t, `CREATE SCHEMA kubectl_assisted_staging_mine; CREATE TABLE kubectl_assisted_staging_mine.t (a int)`)
 	if err := pg.CheckTarget(ctxFor(t), mine.URL); !errors.Is(err, pg.ErrTargetNotEmpty) {
