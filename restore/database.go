@@ -32,8 +32,12 @@ func (r *runner) loadDatabase(ctx context.Context, dry bool, started time.Time) 
 	sum, err := pg.Restore(ctx, r.o.TargetDB, rc, pg.RestoreOptions{
 		Replace: replace,
 		Logger:  r.log,
-		// Statistics are gathered after the commit, beside the next phases.
-		SkipAnalyze: !dry,
+		// A dry run rolls back: nothing may be committed before, so no
+		// staging either.
+		SingleTransaction: dry,
+		// Statistics a one-transaction restore can only gather after its
+		// commit are gathered beside the next phases.
+		DeferAnalyze: !dry,
 		BeforeCommit: func(ctx context.Context, tx pgx.Tx) error {
 			return r.beforeCommit(ctx, tx, dry, started)
 		},
@@ -54,7 +58,7 @@ func (r *runner) loadDatabase(ctx context.Context, dry bool, started time.Time) 
 		return nil, fmt.Errorf("restore the database: %w", err)
 	}
 	res.Tables, res.Bytes = len(sum.Tables), sum.Bytes
-	if !dry {
+	if !dry && !sum.Analyzed {
 		done := make(chan struct{})
 		r.analyzed = done
 		go func() {

@@ -5,10 +5,38 @@
 // Dump reads the schema from the catalogs and every table with COPY TO, all
 // inside one REPEATABLE READ, READ ONLY transaction (one snapshot), and streams
 // the result: memory stays flat whatever the size of the data. Restore loads a
-// stream into an empty target in ONE transaction (create tables, COPY FROM,
-// re-read and verify, constraints and indexes, sequence values, the caller's
-// BeforeCommit hook, COMMIT, then ANALYZE), so a failure at any point leaves the
-// target as it was. Verify checks a stream offline.
+// stream into an empty target all or nothing, and Verify checks a stream
+// offline.
+//
+// # Restore
+//
+// A stream of format 1.2 is restored in stages, on several connections
+// (staged.go): the tables are created in private staging schemas
+// (kubectl_assisted_staging_<stream id>_<n>, marked as ours by a comment; no
+// one reads them, and they never make a target count as non-empty), loaded
+// there two at a time (TRUNCATE and COPY FREEZE, one transaction per table;
+// the stream, which holds one table after the other, is read ahead into
+// bounded feeds that spill to an unlinked, compressed spool file), each
+// table's ANALYZE, keys and indexes run on other connections as soon as it is
+// loaded, and foreign keys after every table. Then ONE short transaction
+// checks the target again (or, with Replace, drops the old objects: they
+// were there, unlocked, until then), moves every table, sequence and type
+// into its real schema (ALTER ... SET SCHEMA; indexes, constraints, owned
+// sequences and statistics go with their tables), sets the sequences, drops
+// the empty staging schemas, runs the caller's BeforeCommit hook, and
+// commits. Before any row is read, the staged statements (the stream's,
+// with their schema names rewritten, stagesql.go) are tried on the server,
+// post-data included, and the result checked: nothing created in, or
+// depending on, the real schemas. A restore killed at any point leaves the
+// target as it was, plus staging schemas that the next restore drops (under
+// an advisory lock, so never those of a restore still running).
+//
+// Streams older than 1.2 (whose post-data comes only after the rows),
+// streams that create extensions or whose statements the rewrite cannot be
+// sure of, and RestoreOptions.SingleTransaction (dry runs) restore in ONE
+// transaction on one connection: create tables, COPY FROM, re-read and
+// verify, constraints and indexes, sequence values, BeforeCommit, COMMIT,
+// then ANALYZE.
 //
 // # What is carried
 //
@@ -51,7 +79,7 @@
 // the user who restores (source and target roles differ). Planner statistics
 // are rebuilt by ANALYZE.
 //
-// # Stream format (version 1.1)
+// # Stream format (version 1.2)
 //
 // The stream is an uncompressed POSIX tar (ustar) archive; the caller
 // compresses and encrypts it. Members have mode 0600 and time 0, so the same
@@ -65,9 +93,16 @@
 //	                  written under, schemas, and the table list: for each
 //	                  table its schema, name, COPY column list (generated
 //	                  columns excluded) and noData (rows deliberately left out).
-//	pre-data.json     {"objects": [{"kind", "schema", "name", "sql"}, ...]}:
-//	                  statements in execution order: schemas, extensions,
-//	                  types, sequences, tables, OWNED BY, comments.
+//	pre-data.json     {"objects": [{"kind", "schema", "name", "sql"}, ...],
+//	                  "postData": [...]}: objects are statements in execution
+//	                  order: schemas, extensions, types, sequences, tables,
+//	                  OWNED BY, comments. postData (1.2) is post-data.json's
+//	                  list without its SEQUENCE SET entries, same order, so a
+//	                  reader knows each table's keys and indexes before its
+//	                  rows; it is checked as post-data with the pre-data, and
+//	                  a reader that uses it refuses (ErrCorruptStream) a
+//	                  post-data.json that does not repeat exactly these
+//	                  entries plus SEQUENCE SET ones.
 //	data/NNNN/CCCCCC.copy
 //	                  COPY text format data of table NNNN (1-based position in
 //	                  the header's list, zero-padded to 4 digits) in chunks
@@ -94,8 +129,10 @@
 //
 // Versioning: a minor version only adds JSON fields, which older readers
 // ignore, or makes explicit a rule writers already followed (1.1: the
-// statement rules, applied by readers to every version); anything else (a new member, a changed meaning) is a new major, and a
-// reader refuses a newer major (ErrUnsupportedFormat).
+// statement rules, applied by readers to every version; 1.2: postData in
+// pre-data.json); anything else (a new member, a changed meaning) is a new
+// major, and a reader refuses a newer major (ErrUnsupportedFormat). Readers
+// restore 1.0 and 1.1 streams in one transaction.
 // Anything out of order, unknown, truncated or oversized (metadata members are
 // limited to 64 MiB) is ErrCorruptStream; counts or checksums that disagree are
 // ErrChecksumMismatch.

@@ -63,7 +63,9 @@ func Dump(ctx context.Context, connString string, w io.Writer, opts DumpOptions)
 	if err := sw.json(memberHeader, plan.header); err != nil {
 		return nil, err
 	}
-	if err := sw.json(memberPreData, streamDDL{Objects: plan.preData}); err != nil {
+	// The post-data that does not depend on the rows goes into pre-data too
+	// (1.2), so a restore can index each table as soon as it is loaded.
+	if err := sw.json(memberPreData, streamDDL{Objects: plan.preData, PostData: plan.structure()}); err != nil {
 		return nil, err
 	}
 
@@ -243,10 +245,9 @@ func readPlan(ctx context.Context, conn *pgx.Conn, version int, opts DumpOptions
 	return p, nil
 }
 
-// postData is what restore runs after the data: keys and unique constraints,
-// indexes, foreign keys, then sequence values (read now, after the data, so
-// they are at least as far as any id the rows hold).
-func (p *plan) postData(ctx context.Context, conn *pgx.Conn) ([]object, error) {
+// structure is the post-data that does not depend on the rows: keys and
+// unique constraints, indexes, foreign keys.
+func (p *plan) structure() []object {
 	var out []object
 	for _, k := range p.constraints {
 		if k.kind != 'f' {
@@ -262,6 +263,14 @@ func (p *plan) postData(ctx context.Context, conn *pgx.Conn) ([]object, error) {
 			out = append(out, constraintDDL(k)...)
 		}
 	}
+	return out
+}
+
+// postData is what restore runs after the data: keys and unique constraints,
+// indexes, foreign keys (structure), then sequence values (read now, after
+// the data, so they are at least as far as any id the rows hold).
+func (p *plan) postData(ctx context.Context, conn *pgx.Conn) ([]object, error) {
+	out := p.structure()
 	for i := range p.sequences {
 		s := &p.sequences[i]
 		if err := readSequenceValue(ctx, conn, s); err != nil {

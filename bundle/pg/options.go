@@ -42,13 +42,41 @@ type DumpOptions struct {
 
 // RestoreOptions choose how Restore loads a stream.
 type RestoreOptions struct {
-	// Replace drops the target's existing objects inside the restore
-	// transaction instead of refusing a non-empty target.
+	// Replace drops the target's existing objects inside the restore's final
+	// transaction instead of refusing a non-empty target: they stay as they
+	// were until the new ones are complete.
 	Replace bool
-	// BeforeCommit runs inside the restore transaction after every table is
-	// loaded and verified and the indexes and constraints exist; an error rolls
-	// everything back.
+	// BeforeCommit runs inside the restore's final transaction after every
+	// table is loaded and verified, the indexes and constraints exist and the
+	// objects are in their schemas; an error rolls everything back.
 	BeforeCommit func(ctx context.Context, tx pgx.Tx) error
+	// SingleTransaction restores on one connection in one transaction that
+	// does everything (no staging schema, nothing committed before the end),
+	// as every restore did before streams of format 1.2. A caller that rolls
+	// back on purpose (a dry run: BeforeCommit returns an error) sets it, so
+	// that nothing at all is written. Streams older than 1.2, or that cannot
+	// be staged (see Restore), are restored this way anyway.
+	SingleTransaction bool
+	// Workers is how many connections build keys and indexes, re-read
+	// tables and gather statistics while the rows load (staged restore); 0
+	// means 2.
+	Workers int
+	// Loaders is how many connections load tables at once (staged restore);
+	// 0 means 2. The stream holds one table after the other: to start the
+	// next table while a loader is still busy, the restore reads ahead and
+	// keeps what it read, compressed, in an unlinked file in SpoolDir
+	// (memory stays bounded; the disk holds at most what was read ahead).
+	Loaders int
+	// SpoolDir is where that file goes; "" is the system's temporary
+	// directory. When it cannot be created, the restore reads no further
+	// ahead than its memory bound.
+	SpoolDir string
+	// DeferAnalyze leaves the statistics to the caller when they could only
+	// be gathered after the commit (a one-transaction restore): Restore then
+	// returns without ANALYZE and Summary.Analyzed is false, and the caller
+	// runs Analyze (beside other work). A staged restore gathers them before
+	// its commit, overlapped with loading, and reports Summary.Analyzed.
+	DeferAnalyze bool
 	// Progress, when set, is called as the restore goes.
 	Progress func(ProgressEvent)
 	// Logger receives debug and warning records; nil discards them.
@@ -57,11 +85,18 @@ type RestoreOptions struct {
 	// transaction (COPY TO) and its checksum compared with the dump's; the
 	// streamed bytes' checksums and the server's row counts are always checked.
 	Readback Readback
-	// SkipAnalyze does not run ANALYZE on the restored tables after commit;
-	// the caller runs Analyze itself (for instance beside restoring files).
+	// SkipAnalyze runs no ANALYZE at all; the caller runs Analyze itself.
 	SkipAnalyze bool
 	// MaintenanceWorkMem is set (SET LOCAL) for index builds; default "256MB".
 	MaintenanceWorkMem string
+	// ToastCompression is how the restore compresses long values
+	// (default_toast_compression of its sessions): "lz4" or "pglz"; "" (auto)
+	// means lz4 when the target supports it (PostgreSQL 14 on, built with
+	// lz4) and leaves its default_toast_compression at the built-in default
+	// (pglz), else the target's own setting; "default" always keeps the
+	// target's. The values are the same whichever compresses them; lz4
+	// writes them several times faster.
+	ToastCompression string
 }
 
 // Readback is when Restore re-reads loaded tables to compare checksums.
@@ -88,9 +123,9 @@ const (
 	PhaseSchema   Phase = "schema"    // reading or creating table definitions
 	PhaseData     Phase = "data"      // copying rows
 	PhaseVerify   Phase = "verify"    // re-reading a loaded table to compare checksums
-	PhasePostData Phase = "post-data" // constraints, indexes, sequence values
-	PhaseCommit   Phase = "commit"    // BeforeCommit hook and COMMIT
-	PhaseAnalyze  Phase = "analyze"   // ANALYZE after commit
+	PhasePostData Phase = "post-data" // constraints, indexes, sequence values (staged: the rows are in, indexes still building)
+	PhaseCommit   Phase = "commit"    // the final transaction: BeforeCommit hook and COMMIT
+	PhaseAnalyze  Phase = "analyze"   // ANALYZE (after commit; staged: before the final transaction, indexes built)
 	PhaseDone     Phase = "done"
 )
 
@@ -118,6 +153,9 @@ type Summary struct {
 	Tables []TableSummary `json:"tables"`
 	// Bytes is the size of the whole stream.
 	Bytes int64 `json:"bytes"`
+	// Analyzed: Restore gathered the restored tables' statistics (ANALYZE)
+	// before it returned.
+	Analyzed bool `json:"-"`
 }
 
 // TableSummary is one table's row count and content checksum.

@@ -12,15 +12,27 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Restore reads a dump stream from r into the database at connString, all in
-// one transaction: it refuses a non-empty target (*TargetNotEmptyError) unless
+// Restore reads a dump stream from r into the database at connString, all or
+// nothing: it refuses a non-empty target (*TargetNotEmptyError) unless
 // opts.Replace, creates the schema, loads every table with COPY FROM (FREEZE),
 // checks each table's streamed bytes and the server's row count against the
 // dump's checksum and count (and re-reads the loaded table to compare, see
 // Readback), creates constraints and indexes, sets sequences, runs
-// opts.BeforeCommit, and commits; then it runs ANALYZE. Any failure before the commit (bad stream, checksum
-// mismatch, lost connection, cancelled ctx) rolls back and leaves the target
-// as it was.
+// opts.BeforeCommit, and commits. Any failure before the commit (bad stream,
+// checksum mismatch, lost connection, cancelled ctx) leaves the target as it
+// was.
+//
+// A stream of format 1.2 or later is restored in stages (staged.go): the
+// tables are created in private staging schemas and loaded there, each
+// table's keys and indexes are built on other connections while the next
+// tables load, statistics are gathered there, and one short final
+// transaction moves everything into the real schemas (dropping the old
+// objects with Replace), runs BeforeCommit and commits. No one sees anything
+// of the restore before that commit. A restore killed before it leaves only
+// its staging schemas, which no check counts and the next restore drops.
+// Older streams, streams that cannot be staged (extensions, names the
+// rewrite cannot be sure of) and opts.SingleTransaction restore in one
+// transaction on one connection, then run ANALYZE.
 //
 // The stream's header and pre-data are read before connecting, so a stream
 // that is not a dump fails without touching the target. Reads from r are not
@@ -41,19 +53,6 @@ func Restore(ctx context.Context, connString string, r io.Reader, opts RestoreOp
 		return nil, err
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("start restore transaction: %w", err)
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = tx.Rollback(rctx)
-		}
-	}()
-
 	targetVersionStr, targetVersion, err := serverVersion(ctx, conn)
 	if err != nil {
 		return nil, err
@@ -62,8 +61,89 @@ func Restore(ctx context.Context, connString string, r io.Reader, opts RestoreOp
 		(opts.Readback == ReadbackAuto && targetVersion/10000 != sr.header.ServerVersionNum/10000)
 	log.Debug("restore", "sourceVersion", sr.header.ServerVersionNum, "targetVersion", targetVersion, "readback", readback)
 
-	rs := &restorer{conn: conn, tx: tx, sr: sr, opts: opts, log: log, readback: readback,
+	rs := &restorer{conn: conn, connString: connString, sr: sr, opts: opts, log: log, readback: readback,
 		targetVersion: targetVersionStr, targetVersionNum: targetVersion}
+	if err := rs.chooseToastCompression(ctx); err != nil {
+		return nil, err
+	}
+	if !opts.SingleTransaction {
+		plan, err := newStagePlan(sr, pre)
+		switch {
+		case err != nil:
+			log.Info("restoring in one transaction: the stream cannot be staged", "reason", err)
+		default:
+			sum, err := rs.staged(ctx, plan)
+			if !errors.Is(err, errStageFallback) {
+				return sum, err
+			}
+			log.Warn("restoring in one transaction: staging was refused before any row was loaded", "reason", err)
+		}
+	}
+	return rs.oneTransaction(ctx, pre)
+}
+
+// chooseToastCompression picks the sessions' default_toast_compression
+// (RestoreOptions.ToastCompression).
+func (rs *restorer) chooseToastCompression(ctx context.Context) error {
+	switch c := rs.opts.ToastCompression; c {
+	case "default":
+		return nil
+	case "lz4", "pglz":
+		rs.toast = c
+		return nil
+	case "":
+	default:
+		return fmt.Errorf("restore: TOAST compression %q: use lz4, pglz, default or nothing", c)
+	}
+	if rs.targetVersionNum < 140000 {
+		return nil
+	}
+	var source string
+	var lz4 bool
+	err := rs.conn.QueryRow(ctx, `SELECT source, 'lz4' = ANY(enumvals) FROM pg_catalog.pg_settings WHERE name = 'default_toast_compression'`).Scan(&source, &lz4)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("restore: read settings: %w", err)
+	}
+	if lz4 && source == "default" {
+		rs.toast = "lz4"
+	}
+	return nil
+}
+
+// session applies the restore's settings to one of its connections.
+func (rs *restorer) session(ctx context.Context, c *pgx.Conn) error {
+	if rs.toast == "" {
+		return nil
+	}
+	if _, err := c.Exec(ctx, "SELECT pg_catalog.set_config('default_toast_compression', $1, false)", rs.toast); err != nil {
+		return fmt.Errorf("restore: session settings: %w", err)
+	}
+	return nil
+}
+
+// oneTransaction restores the stream in one transaction on rs.conn, then
+// runs ANALYZE (unless SkipAnalyze or DeferAnalyze).
+func (rs *restorer) oneTransaction(ctx context.Context, pre []object) (*Summary, error) {
+	opts, sr := rs.opts, rs.sr
+	if err := rs.session(ctx, rs.conn); err != nil {
+		return nil, err
+	}
+	tx, err := rs.conn.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("start restore transaction: %w", err)
+	}
+	rs.tx = tx
+	committed := false
+	defer func() {
+		if !committed {
+			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = tx.Rollback(rctx)
+		}
+	}()
 	summary, err := rs.run(ctx, pre)
 	if err != nil {
 		return nil, err
@@ -78,28 +158,32 @@ func Restore(ctx context.Context, connString string, r io.Reader, opts RestoreOp
 		return nil, fmt.Errorf("commit restore: %w", err)
 	}
 	committed = true
-	log.Info("restore committed", "tables", len(summary.Tables), "bytes", summary.Bytes)
+	rs.log.Info("restore committed", "tables", len(summary.Tables), "bytes", summary.Bytes)
 
-	if !opts.SkipAnalyze && len(sr.header.Tables) > 0 {
+	if !opts.SkipAnalyze && !opts.DeferAnalyze && len(sr.header.Tables) > 0 {
 		rs.progress(ProgressEvent{Phase: PhaseAnalyze, TablesDone: len(sr.header.Tables), TablesTotal: len(sr.header.Tables), Bytes: rs.bytes})
-		analyze(ctx, conn, connString, summary.Tables, log)
+		analyze(ctx, rs.conn, rs.connString, summary.Tables, rs.log)
+		summary.Analyzed = true
 	}
 	rs.progress(ProgressEvent{Phase: PhaseDone, TablesDone: len(sr.header.Tables), TablesTotal: len(sr.header.Tables), Bytes: rs.bytes})
 	return summary, nil
 }
 
 type restorer struct {
-	conn  *pgx.Conn
-	tx    pgx.Tx
-	sr    *streamReader
-	opts  RestoreOptions
-	log   *slog.Logger
-	bytes int64
+	conn       *pgx.Conn
+	connString string
+	tx         pgx.Tx
+	sr         *streamReader
+	opts       RestoreOptions
+	log        *slog.Logger
+	bytes      int64
 	// readback: re-read each loaded table and compare its checksum.
 	readback bool
 	// The target server's server_version and server_version_num.
 	targetVersion    string
 	targetVersionNum int
+	// toast is the sessions' default_toast_compression ("": the target's).
+	toast string
 }
 
 // schemaErr makes a statement the target refused an *OlderTargetError when
@@ -183,13 +267,30 @@ func (rs *restorer) execAll(ctx context.Context, objs []object) error {
 	return nil
 }
 
-// loadTable copies table i's data from the stream into the table and, unless
+// loadTable copies table i's data from the stream into the table and, when
 // reading back, copies it back out to hash what the server now holds.
 func (rs *restorer) loadTable(ctx context.Context, i int, t streamTable) (streamed, readback *tableHash, err error) {
+	streamed, err = rs.copyIn(ctx, i, t, t.qualified())
+	if err != nil || !rs.readback {
+		return streamed, nil, err
+	}
+	name := t.Schema + "." + t.Name
+	rs.progress(ProgressEvent{Phase: PhaseVerify, Table: name, TableRows: streamed.rows, TableBytes: streamed.bytes, TablesDone: i, TablesTotal: len(rs.sr.header.Tables), Bytes: rs.bytes})
+	readback = newTableHash()
+	if _, err := rs.conn.PgConn().CopyTo(ctx, readback, "COPY "+t.qualified()+" "+copyColumnList(t)+" TO STDOUT"); err != nil {
+		return nil, nil, fmt.Errorf("verify table %s: %w", name, err)
+	}
+	return streamed, readback, nil
+}
+
+// copyIn copies table i's data from the stream into target (the table's
+// quoted name, or its staging table's) with COPY FREEZE on rs.conn, whose
+// transaction created or truncated it, and checks the server's row count.
+func (rs *restorer) copyIn(ctx context.Context, i int, t streamTable, target string) (*tableHash, error) {
 	name := t.Schema + "." + t.Name
 	ev := ProgressEvent{Phase: PhaseData, Table: name, TablesDone: i, TablesTotal: len(rs.sr.header.Tables), Bytes: rs.bytes}
 	rs.progress(ev)
-	streamed = newTableHash()
+	streamed := newTableHash()
 	src := &recordingReader{r: rs.sr.tableData(i + 1), h: streamed, onRead: func(n int) {
 		ev.TableBytes += int64(n)
 		ev.Bytes += int64(n)
@@ -198,29 +299,21 @@ func (rs *restorer) loadTable(ctx context.Context, i int, t streamTable) (stream
 			rs.progress(ev)
 		}
 	}}
-	tag, err := rs.conn.PgConn().CopyFrom(ctx, src, "COPY "+t.qualified()+" "+copyColumnList(t)+" FROM STDIN WITH (FREEZE)")
+	tag, err := rs.conn.PgConn().CopyFrom(ctx, src, "COPY "+target+" "+copyColumnList(t)+" FROM STDIN WITH (FREEZE)")
 	if src.err != nil {
-		return nil, nil, fmt.Errorf("restore table %s: %w", name, src.err)
+		return nil, fmt.Errorf("restore table %s: %w", name, src.err)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("restore table %s: %w", name, err)
+		return nil, fmt.Errorf("restore table %s: %w", name, err)
 	}
 	if t.NoData && streamed.bytes > 0 {
-		return nil, nil, corrupt("table %s is marked without data but has data members", name)
+		return nil, corrupt("table %s is marked without data but has data members", name)
 	}
 	if tag.RowsAffected() != streamed.rows {
-		return nil, nil, fmt.Errorf("%w: table %s: the server loaded %d rows, the stream holds %d", ErrChecksumMismatch, name, tag.RowsAffected(), streamed.rows)
+		return nil, fmt.Errorf("%w: table %s: the server loaded %d rows, the stream holds %d", ErrChecksumMismatch, name, tag.RowsAffected(), streamed.rows)
 	}
 	rs.log.Debug("loaded table", "table", name, "rows", streamed.rows, "bytes", streamed.bytes)
-	if !rs.readback {
-		return streamed, nil, nil
-	}
-	rs.progress(ProgressEvent{Phase: PhaseVerify, Table: name, TableRows: streamed.rows, TableBytes: streamed.bytes, TablesDone: i, TablesTotal: len(rs.sr.header.Tables), Bytes: rs.bytes})
-	readback = newTableHash()
-	if _, err := rs.conn.PgConn().CopyTo(ctx, readback, "COPY "+t.qualified()+" "+copyColumnList(t)+" TO STDOUT"); err != nil {
-		return nil, nil, fmt.Errorf("verify table %s: %w", name, err)
-	}
-	return streamed, readback, nil
+	return streamed, nil
 }
 
 // recordingReader hashes what COPY FROM reads and keeps the stream's own

@@ -20,7 +20,10 @@ const (
 	// FormatMinor is the minor version this code writes. 1.1: every
 	// pre-data and post-data entry is one statement of the kinds and shapes
 	// the package documentation lists (readers of every version check them).
-	FormatMinor = 1
+	// 1.2: pre-data.json also carries postData, the post-data entries that
+	// do not depend on the rows (all but SEQUENCE SET), so that a reader can
+	// build a table's keys and indexes as soon as the table is loaded.
+	FormatMinor = 2
 
 	memberHeader   = "header.json"
 	memberPreData  = "pre-data.json"
@@ -76,6 +79,11 @@ func (t streamTable) copyColumns() string {
 // streamDDL is pre-data.json and post-data.json.
 type streamDDL struct {
 	Objects []object `json:"objects"`
+	// PostData (pre-data.json, from 1.2) is post-data.json's list without
+	// its SEQUENCE SET entries, in the same order, known before the rows.
+	// Readers of 1.0 and 1.1 ignore it; a reader that uses it refuses a
+	// stream whose post-data.json does not hold exactly these entries.
+	PostData []object `json:"postData,omitempty"`
 }
 
 // streamSummary is summary.json, the last member.

@@ -20,6 +20,9 @@ type streamReader struct {
 	pending *tar.Header
 	header  streamHeader
 	post    []object // post-data, once read
+	// early is pre-data.json's copy of the post-data without SEQUENCE SET
+	// (1.2), checked with pre-data; nil in older streams.
+	early []object
 	// ddl checks pre-data and post-data as they are read.
 	ddl *ddlChecker
 }
@@ -135,7 +138,63 @@ func (s *streamReader) readPreData() ([]object, error) {
 	if err := s.ddl.checkList(memberPreData, pre.Objects); err != nil {
 		return nil, err
 	}
+	if pre.PostData != nil {
+		for _, o := range pre.PostData {
+			if o.Kind == "SEQUENCE SET" {
+				return nil, corrupt("%s: postData holds a SEQUENCE SET entry, which only post-data.json may hold", memberPreData)
+			}
+		}
+		// Checked as post-data (the tables are known now); post-data.json
+		// must then repeat exactly these entries (checkEarly).
+		if err := s.ddl.checkList(memberPostData, pre.PostData); err != nil {
+			return nil, err
+		}
+		s.early = pre.PostData
+	}
 	return pre.Objects, nil
+}
+
+// checkPostData checks post-data.json's entries. In a stream with an early
+// copy (1.2), the entries that copy holds were checked with the pre-data and
+// must come back unchanged, in order, with only SEQUENCE SET entries added;
+// every other entry is checked here.
+func (s *streamReader) checkPostData(post []object) error {
+	if s.early == nil {
+		return s.ddl.checkList(memberPostData, post)
+	}
+	known := make(map[object]bool, len(s.early))
+	for _, o := range s.early {
+		known[o] = true
+	}
+	var other []object
+	var at []int
+	for i, o := range post {
+		if !known[o] {
+			other = append(other, o)
+			at = append(at, i)
+		}
+	}
+	if err := s.ddl.checkList(memberPostData, other); err != nil {
+		var ue *UnsafeSQLError
+		if errors.As(err, &ue) && ue.Index > 0 && ue.Index <= len(at) {
+			ue.Index = at[ue.Index-1] + 1
+		}
+		return err
+	}
+	k := 0
+	for _, o := range post {
+		if o.Kind == "SEQUENCE SET" {
+			continue
+		}
+		if k >= len(s.early) || s.early[k] != o {
+			return corrupt("%s differs from the copy of its entries in %s", memberPostData, memberPreData)
+		}
+		k++
+	}
+	if k != len(s.early) {
+		return corrupt("%s lacks entries of the copy in %s", memberPostData, memberPreData)
+	}
+	return nil
 }
 
 // tableData returns a reader over the data members of table i (from 1), in

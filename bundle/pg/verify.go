@@ -38,7 +38,7 @@ func (s *streamReader) finish(hashes []*tableHash) (*Summary, error) {
 	if err := s.readJSON(memberPostData, &post); err != nil {
 		return nil, err
 	}
-	if err := s.ddl.checkList(memberPostData, post.Objects); err != nil {
+	if err := s.checkPostData(post.Objects); err != nil {
 		return nil, err
 	}
 	s.post = post.Objects

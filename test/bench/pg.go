@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 )
 
 func init() {
-	register("pg", "database dump/restore (bundle/pg + zstd) vs pg_dump -Fc / pg_restore --single-transaction", benchPG)
+	register("pg", "database dump/restore (bundle/pg + zstd) vs pg_dump -Fc / -Fd -j 2 and pg_restore --single-transaction / -j 2", benchPG)
+	register("pg-scale", "database dump/restore at growing sizes (~0.5 to 4 GiB): time per GiB and peak memory", benchPGScale)
 }
 
 var (
@@ -25,18 +27,94 @@ var (
 	pgHosts    = flag.Int("pg-hosts", assisted.Bench.Hosts, "pg: hosts to generate")
 	pgEvents   = flag.Int("pg-events", assisted.Bench.Events, "pg: events to generate")
 	pgZstd     = flag.String("pg-zstd", "default", "pg: zstd level of our stream (fastest, default, better, best)")
-	pgRounds   = flag.Int("pg-rounds", 1, "pg: measure each tool this many times, alternating, and keep the fastest")
+	pgRounds   = flag.Int("pg-rounds", 3, "pg: rounds; each measures every tool once, in alternating order; medians are reported")
 	pgReadback = flag.Bool("pg-readback", false, "pg: also measure a restore that re-reads every table (as across PostgreSQL majors)")
+	pgWorkers  = flag.Int("pg-workers", 0, "pg: connections of our restore beside the loader (0: its default)")
+	pgScaleGiB = flag.String("pg-scale-gib", "0.5,1,2,4", "pg-scale: database sizes to measure, in GiB (approximate)")
+	pgScaleRef = flag.Bool("pg-scale-ref", false, "pg-scale: also run pg_dump -Fc and pg_restore --single-transaction at each size")
 )
 
 // maxRSSGoal is the issue's bound on the engine's peak memory.
-const maxRSSGoal = 150 << 20
+const maxRSSGoal = 100 << 20
 
 type engineResult struct {
 	StreamBytes int64              `json:"streamBytes"`
 	FileBytes   int64              `json:"fileBytes"`
 	Phases      map[string]float64 `json:"phases"`
 }
+
+// series is one tool's runs over the rounds.
+type series struct {
+	name string
+	runs []measured
+	res  []engineResult
+}
+
+func (s *series) add(m measured, parse bool) {
+	s.runs = append(s.runs, m)
+	if parse {
+		var r engineResult
+		_ = json.Unmarshal(m.stdout, &r)
+		s.res = append(s.res, r)
+	}
+}
+
+// median is the median wall time.
+func (s *series) median() time.Duration {
+	w := make([]time.Duration, len(s.runs))
+	for i, m := range s.runs {
+		w[i] = m.wall
+	}
+	sort.Slice(w, func(i, j int) bool { return w[i] < w[j] })
+	if len(w) == 0 {
+		return 0
+	}
+	if len(w)%2 == 1 {
+		return w[len(w)/2]
+	}
+	return (w[len(w)/2-1] + w[len(w)/2]) / 2
+}
+
+// maxRSS is the highest peak memory of any run.
+func (s *series) maxRSS() int64 {
+	var m int64
+	for _, r := range s.runs {
+		m = max(m, r.maxRSS)
+	}
+	return m
+}
+
+// walls lists the runs' times, for the noise report.
+func (s *series) walls() string {
+	var p []string
+	for _, m := range s.runs {
+		p = append(p, fmt.Sprintf("%.2f", m.wall.Seconds()))
+	}
+	return strings.Join(p, " ")
+}
+
+// medianPhases is the median of each phase over the runs.
+func (s *series) medianPhases() map[string]float64 {
+	out := map[string]float64{}
+	names := map[string]bool{}
+	for _, r := range s.res {
+		for n := range r.Phases {
+			names[n] = true
+		}
+	}
+	for n := range names {
+		var v []float64
+		for _, r := range s.res {
+			v = append(v, r.Phases[n])
+		}
+		sort.Float64s(v)
+		out[n] = v[len(v)/2]
+	}
+	return out
+}
+
+// syncDisks flushes dirty pages so no step pays for the one before.
+func syncDisks() { _ = exec.Command("sync").Run() }
 
 func benchPG(b *bench) error {
 	srv := harness.StartPostgres(b)
@@ -47,106 +125,281 @@ func benchPG(b *bench) error {
 	if err := assisted.Generate(context.Background(), src.URL, scale); err != nil {
 		return err
 	}
-	// Settle the tables (hint bits, statistics) so both dumps read the same pages.
+	// Settle the tables (hint bits, statistics) so every dump reads the same pages.
 	src.Exec(b, "VACUUM ANALYZE")
-	var dbSize int64
-	if err := src.Connect(b).QueryRow(context.Background(), "SELECT pg_database_size(current_database())").Scan(&dbSize); err != nil {
-		return err
-	}
-	fmt.Printf("data: %d clusters, %d hosts, %d events, database %s (generated in %s)\n",
-		scale.Clusters, scale.Hosts, scale.Events, mib(dbSize), secs(time.Since(start)))
+	dbSize := databaseSize(b, src)
+	fmt.Printf("data: %d clusters, %d hosts, %d events, database %s (generated in %s); PostgreSQL %s\n",
+		scale.Clusters, scale.Hosts, scale.Events, mib(dbSize), secs(time.Since(start)), srv.BinDir)
 
 	dir := b.TempDir()
-	engine := filepath.Join(dir, "pgengine")
-	if out, err := exec.Command("go", "build", "-o", engine, "./bench/pgengine").CombinedOutput(); err != nil {
-		return fmt.Errorf("build pgengine: %v\n%s", err, out)
+	engine, err := buildEngine(dir)
+	if err != nil {
+		return err
 	}
 	pgDump, pgRestore := filepath.Join(srv.BinDir, "pg_dump"), filepath.Join(srv.BinDir, "pg_restore")
-	ourFile, refFile := filepath.Join(dir, "ours.tar.zst"), filepath.Join(dir, "reference.dump")
+	ourFile, fcFile, fdDir := filepath.Join(dir, "ours.tar.zst"), filepath.Join(dir, "reference.dump"), filepath.Join(dir, "reference.dir")
 
-	var ourDump, refDump, ourRestore, refRestore measured
-	var ourDumpRes, ourRestoreRes engineResult
+	ourDump := &series{name: "ours"}
+	fcDump := &series{name: "pg_dump -Fc"}
+	fdDump := &series{name: "pg_dump -Fd -j 2"}
+	ourRestore := &series{name: "ours"}
+	oneRestore := &series{name: "pg_restore --single-transaction"}
+	jRestore := &series{name: "pg_restore -j 2"}
+	restoreArgs := []string{"restore"}
+	if *pgWorkers > 0 {
+		restoreArgs = []string{"-workers", strconv.Itoa(*pgWorkers), "restore"}
+	}
 	for round := 0; round < *pgRounds; round++ {
-		m, err := run(engine, "-level", *pgZstd, "dump", src.URL, ourFile)
-		if err != nil {
+		dumps := []func() error{
+			func() error {
+				m, err := runSynced(engine, "-level", *pgZstd, "dump", src.URL, ourFile)
+				ourDump.add(m, true)
+				return err
+			},
+			func() error {
+				m, err := runSynced(pgDump, "-Fc", "--no-sync", "-f", fcFile, "-d", src.URL)
+				fcDump.add(m, false)
+				return err
+			},
+			func() error {
+				_ = os.RemoveAll(fdDir)
+				m, err := runSynced(pgDump, "-Fd", "-j", "2", "--no-sync", "-f", fdDir, "-d", src.URL)
+				fdDump.add(m, false)
+				return err
+			},
+		}
+		if err := alternate(round, dumps); err != nil {
 			return err
 		}
-		keepFastest(&ourDump, m, &ourDumpRes)
-		if m, err = run(pgDump, "-Fc", "--no-sync", "-f", refFile, "-d", src.URL); err != nil {
+		ourTarget, oneTarget, jTarget := srv.NewDatabase(b), srv.NewDatabase(b), srv.NewDatabase(b)
+		restores := []func() error{
+			func() error {
+				m, err := runSynced(engine, append(restoreArgs, ourTarget.URL, ourFile)...)
+				ourRestore.add(m, true)
+				return err
+			},
+			func() error {
+				m, err := runSynced(pgRestore, "--single-transaction", "-d", oneTarget.URL, fcFile)
+				oneRestore.add(m, false)
+				return err
+			},
+			func() error {
+				m, err := runSynced(pgRestore, "-j", "2", "-d", jTarget.URL, fdDir)
+				jRestore.add(m, false)
+				return err
+			},
+		}
+		if err := alternate(round, restores); err != nil {
 			return err
 		}
-		keepFastest(&refDump, m, nil)
-
-		ourTarget, refTarget := srv.NewDatabase(b), srv.NewDatabase(b)
-		if m, err = run(engine, "restore", ourTarget.URL, ourFile); err != nil {
+		if err := sameCounts(b, src, ourTarget, oneTarget, jTarget); err != nil {
 			return err
 		}
-		keepFastest(&ourRestore, m, &ourRestoreRes)
-		if m, err = run(pgRestore, "--single-transaction", "-d", refTarget.URL, refFile); err != nil {
-			return err
-		}
-		keepFastest(&refRestore, m, nil)
-		if err := sameCounts(b, src, ourTarget, refTarget); err != nil {
+		if err := hasStatistics(b, ourTarget); err != nil {
 			return err
 		}
 		// Free the disk of this round's targets.
-		for _, db := range []*harness.Database{ourTarget, refTarget} {
+		for _, db := range []*harness.Database{ourTarget, oneTarget, jTarget} {
 			src.Exec(b, "DROP DATABASE "+db.Name+" WITH (FORCE)")
 		}
 	}
 	// The restore with every table re-read, as between different majors.
-	var readback measured
-	var readbackRes engineResult
+	readback := &series{name: "ours, readback"}
 	if *pgReadback {
 		target := srv.NewDatabase(b)
-		m, err := run(engine, "-readback", "always", "restore", target.URL, ourFile)
+		m, err := runSynced(engine, "-readback", "always", "restore", target.URL, ourFile)
 		if err != nil {
 			return err
 		}
-		keepFastest(&readback, m, &readbackRes)
+		readback.add(m, true)
 		src.Exec(b, "DROP DATABASE "+target.Name+" WITH (FORCE)")
 	}
-	refSize := fileSize(b, refFile)
+	fcSize := fileSize(b, fcFile)
+	var ourSize int64
+	if len(ourDump.res) > 0 {
+		ourSize = ourDump.res[0].FileBytes
+	}
 
-	dumpRatio := ourDump.wall.Seconds() / refDump.wall.Seconds()
-	restoreRatio := ourRestore.wall.Seconds() / refRestore.wall.Seconds()
-	sizeRatio := float64(ourDumpRes.FileBytes) / float64(refSize)
-	fmt.Printf("%-22s %-12s %-30s %-7s %s\n", "", "ours", "reference", "ratio", "goal")
-	fmt.Printf("%-22s %-12s %-30s %-7.2f <= 1.0 %s\n", "dump time", secs(ourDump.wall), secs(refDump.wall)+" (pg_dump -Fc)", dumpRatio, b.goal("dump slower than pg_dump", dumpRatio <= 1))
-	fmt.Printf("%-22s %-12s %-30s %-7.2f <= 1.0 %s\n", "restore time", secs(ourRestore.wall), secs(refRestore.wall)+" (pg_restore -1)", restoreRatio, b.goal("restore slower than pg_restore", restoreRatio <= 1))
-	fmt.Printf("%-22s %-12s %-30s %-7.2f <= 1.0 %s\n", "compressed size", mib(ourDumpRes.FileBytes), mib(refSize)+" (-Fc, gzip)", sizeRatio, b.goal("bigger than pg_dump -Fc", sizeRatio <= 1))
-	fmt.Printf("%-22s %-12s %-30s %-7s < 150 MiB %s\n", "peak RSS dump", mib(ourDump.maxRSS), mib(refDump.maxRSS)+" (pg_dump)", "", b.goal("dump memory", ourDump.maxRSS < maxRSSGoal))
-	fmt.Printf("%-22s %-12s %-30s %-7s < 150 MiB %s\n", "peak RSS restore", mib(ourRestore.maxRSS), mib(refRestore.maxRSS)+" (pg_restore)", "", b.goal("restore memory", ourRestore.maxRSS < maxRSSGoal))
-	if a := ourRestoreRes.Phases["analyze"]; a > 0 {
-		fmt.Printf("%-22s %-12s %-30s %-7.2f (pg_restore runs no ANALYZE; pg.Analyze can overlap file restore)\n", "restore w/o ANALYZE",
-			fmt.Sprintf("%.2fs", ourRestore.wall.Seconds()-a), secs(refRestore.wall)+" (pg_restore -1)", (ourRestore.wall.Seconds()-a)/refRestore.wall.Seconds())
+	row := func(what string, ours, ref *series, goal float64) {
+		ratio := ours.median().Seconds() / ref.median().Seconds()
+		fmt.Printf("%-24s %-10s %-40s %-6.2f <= %-5.2f %s\n", what, secs(ours.median()), secs(ref.median())+" ("+ref.name+")", ratio, goal,
+			b.goal(fmt.Sprintf("%s: %.2f > %.2f", what, ratio, goal), ratio <= goal))
 	}
-	if *pgReadback {
-		fmt.Printf("%-22s %-12s %-30s %-7.2f (readback is automatic only across majors)\n", "restore, readback", secs(readback.wall), secs(refRestore.wall)+" (pg_restore -1)", readback.wall.Seconds()/refRestore.wall.Seconds())
+	fmt.Printf("%-24s %-10s %-40s %-6s %s\n", "", "ours", "reference", "ratio", "goal")
+	row("dump time", ourDump, fcDump, 0.35)
+	row("dump time", ourDump, fdDump, 0.5)
+	sizeRatio := float64(ourSize) / float64(fcSize)
+	fmt.Printf("%-24s %-10s %-40s %-6.2f <= %-5.2f %s\n", "dump size", mib(ourSize), mib(fcSize)+" (pg_dump -Fc, gzip)", sizeRatio, 0.85,
+		b.goal(fmt.Sprintf("dump size: %.2f > 0.85", sizeRatio), sizeRatio <= 0.85))
+	row("restore time", ourRestore, oneRestore, 0.75)
+	row("restore time", ourRestore, jRestore, 1.0)
+	for _, s := range []struct {
+		what      string
+		ours, ref *series
+	}{{"peak RSS dump", ourDump, fcDump}, {"peak RSS restore", ourRestore, oneRestore}} {
+		fmt.Printf("%-24s %-10s %-40s %-6s < 100 MiB %s\n", s.what, mib(s.ours.maxRSS()), mib(s.ref.maxRSS())+" ("+s.ref.name+")", "",
+			b.goal(s.what+" "+mib(s.ours.maxRSS()), s.ours.maxRSS() < maxRSSGoal))
 	}
-	fmt.Printf("our stream: %s uncompressed, zstd level %s; rounds: %d (fastest kept)\n", mib(ourDumpRes.StreamBytes), *pgZstd, *pgRounds)
-	fmt.Printf("our dump phases:    %s\n", phases(ourDumpRes.Phases))
-	fmt.Printf("our restore phases: %s\n", phases(ourRestoreRes.Phases))
+	fmt.Printf("%-24s %-10s %-40s\n", "", "", mib(jRestore.maxRSS())+" (pg_restore -j 2), "+mib(fdDump.maxRSS())+" (pg_dump -Fd -j 2)")
 	if *pgReadback {
-		fmt.Printf("readback restore:   %s\n", phases(readbackRes.Phases))
+		fmt.Printf("%-24s %-10s %-40s %-6.2f (readback is automatic only across majors)\n", "restore, readback", secs(readback.median()),
+			secs(oneRestore.median())+" ("+oneRestore.name+")", readback.median().Seconds()/oneRestore.median().Seconds())
+	}
+	fmt.Printf("our restore includes ANALYZE (statistics present when it returns); pg_restore runs none\n")
+	fmt.Printf("our stream: %s uncompressed, zstd level %s; %d rounds in alternating order, medians\n", mib(ourDump.res[0].StreamBytes), *pgZstd, *pgRounds)
+	fmt.Printf("rounds (s): dump ours %s | -Fc %s | -Fd -j 2 %s\n", ourDump.walls(), fcDump.walls(), fdDump.walls())
+	fmt.Printf("rounds (s): restore ours %s | --single-transaction %s | -j 2 %s\n", ourRestore.walls(), oneRestore.walls(), jRestore.walls())
+	fmt.Printf("our dump phases (median):    %s\n", phases(ourDump.medianPhases()))
+	fmt.Printf("our restore phases (median): %s\n", phases(ourRestore.medianPhases()))
+	if *pgReadback {
+		fmt.Printf("readback restore:            %s\n", phases(readback.medianPhases()))
 	}
 	return nil
 }
 
-func keepFastest(best *measured, m measured, res *engineResult) {
-	if best.wall != 0 && best.wall <= m.wall {
-		if m.maxRSS > best.maxRSS {
-			best.maxRSS = m.maxRSS // report the worst memory seen
+// alternate runs the steps of a round, in reverse order every other round.
+func alternate(round int, steps []func() error) error {
+	for i := range steps {
+		k := i
+		if round%2 == 1 {
+			k = len(steps) - 1 - i
 		}
-		return
+		if err := steps[k](); err != nil {
+			return err
+		}
 	}
-	if m.maxRSS < best.maxRSS {
-		m.maxRSS = best.maxRSS
+	return nil
+}
+
+func runSynced(name string, args ...string) (measured, error) {
+	syncDisks()
+	return run(name, args...)
+}
+
+func buildEngine(dir string) (string, error) {
+	engine := filepath.Join(dir, "pgengine")
+	if out, err := exec.Command("go", "build", "-o", engine, "./bench/pgengine").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build pgengine: %v\n%s", err, out)
 	}
-	*best = m
-	if res != nil {
-		_ = json.Unmarshal(m.stdout, res)
+	return engine, nil
+}
+
+func databaseSize(b *bench, db *harness.Database) int64 {
+	var n int64
+	if err := db.Connect(b).QueryRow(context.Background(), "SELECT pg_database_size(current_database())").Scan(&n); err != nil {
+		b.Fatal(err)
 	}
+	return n
+}
+
+// benchPGScale dumps and restores databases of growing size: the time per
+// GiB must stay about the same (linear) and the peak memory flat.
+func benchPGScale(b *bench) error {
+	named := false
+	for _, a := range flag.Args() {
+		named = named || a == "pg-scale"
+	}
+	if !named {
+		fmt.Println("not run unless named (it generates and moves about 8 GiB, most of an hour on two cores): go run ./bench pg-scale")
+		return nil
+	}
+	var targets []float64
+	for _, f := range strings.Split(*pgScaleGiB, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v <= 0 {
+			return fmt.Errorf("-pg-scale-gib: bad size %q", f)
+		}
+		targets = append(targets, v)
+	}
+	srv := harness.StartPostgres(b)
+	admin := srv.NewDatabase(b)
+	dir := b.TempDir()
+	engine, err := buildEngine(dir)
+	if err != nil {
+		return err
+	}
+	pgDump, pgRestore := filepath.Join(srv.BinDir, "pg_dump"), filepath.Join(srv.BinDir, "pg_restore")
+	ourFile, fcFile := filepath.Join(dir, "ours.tar.zst"), filepath.Join(dir, "reference.dump")
+	// bytesPerUnit: database bytes of one Bench scale; refined after each point.
+	bytesPerUnit := float64(616 << 20)
+	type point struct {
+		size                      int64
+		dump, restore             measured
+		refDump, refRestore       measured
+		dumpPerGiB, restorePerGiB float64
+	}
+	var points []point
+	fmt.Printf("%-12s %-10s %-10s %-12s %-10s %-10s %-12s %s\n", "database", "dump", "s/GiB", "dump RSS", "restore", "s/GiB", "restore RSS", "reference (pg_dump -Fc / pg_restore -1)")
+	for _, gib := range targets {
+		f := gib * (1 << 30) / bytesPerUnit
+		s := assisted.Scale{Clusters: max(1, int(float64(assisted.Bench.Clusters)*f)), Hosts: int(float64(assisted.Bench.Hosts) * f),
+			Events: int(float64(assisted.Bench.Events) * f), InventoryBytes: assisted.Bench.InventoryBytes}
+		src := srv.NewDatabase(b)
+		assisted.LoadSchema(b, src.URL)
+		if err := assisted.Generate(context.Background(), src.URL, s); err != nil {
+			return err
+		}
+		src.Exec(b, "VACUUM ANALYZE")
+		size := databaseSize(b, src)
+		bytesPerUnit = float64(size) / f
+		p := point{size: size}
+		if p.dump, err = runSynced(engine, "-level", *pgZstd, "dump", src.URL, ourFile); err != nil {
+			return err
+		}
+		dst := srv.NewDatabase(b)
+		if p.restore, err = runSynced(engine, "restore", dst.URL, ourFile); err != nil {
+			return err
+		}
+		if err := sameCounts(b, src, dst); err != nil {
+			return err
+		}
+		ref := ""
+		if *pgScaleRef {
+			if p.refDump, err = runSynced(pgDump, "-Fc", "--no-sync", "-f", fcFile, "-d", src.URL); err != nil {
+				return err
+			}
+			refDst := srv.NewDatabase(b)
+			if p.refRestore, err = runSynced(pgRestore, "--single-transaction", "-d", refDst.URL, fcFile); err != nil {
+				return err
+			}
+			ref = fmt.Sprintf("%s / %s (ratios %.2f / %.2f)", secs(p.refDump.wall), secs(p.refRestore.wall),
+				p.dump.wall.Seconds()/p.refDump.wall.Seconds(), p.restore.wall.Seconds()/p.refRestore.wall.Seconds())
+			admin.Exec(b, "DROP DATABASE "+refDst.Name+" WITH (FORCE)")
+		}
+		g := float64(size) / (1 << 30)
+		p.dumpPerGiB, p.restorePerGiB = p.dump.wall.Seconds()/g, p.restore.wall.Seconds()/g
+		points = append(points, p)
+		fmt.Printf("%-12s %-10s %-10.2f %-12s %-10s %-10.2f %-12s %s\n", mib(size), secs(p.dump.wall), p.dumpPerGiB, mib(p.dump.maxRSS),
+			secs(p.restore.wall), p.restorePerGiB, mib(p.restore.maxRSS), ref)
+		for _, db := range []*harness.Database{src, dst} {
+			admin.Exec(b, "DROP DATABASE "+db.Name+" WITH (FORCE)")
+		}
+		_ = os.Remove(ourFile)
+		_ = os.Remove(fcFile)
+	}
+	if len(points) < 2 {
+		return nil
+	}
+	// Linear: the largest point's time per GiB within 25% of the second's
+	// (the smallest pays fixed costs, start-up and catalog, over little data).
+	base, last := points[1], points[len(points)-1]
+	if len(points) == 2 {
+		base = points[0]
+	}
+	var minRSS, maxRSS int64 = 1 << 62, 0
+	for _, p := range points {
+		for _, m := range []int64{p.dump.maxRSS, p.restore.maxRSS} {
+			minRSS, maxRSS = min(minRSS, m), max(maxRSS, m)
+		}
+	}
+	dumpGrowth, restoreGrowth := last.dumpPerGiB/base.dumpPerGiB, last.restorePerGiB/base.restorePerGiB
+	fmt.Printf("dump s/GiB at %s / at %s: %.2f (<= 1.25) %s\n", mib(last.size), mib(base.size), dumpGrowth,
+		b.goal(fmt.Sprintf("dump time grows faster than the data: %.2f", dumpGrowth), dumpGrowth <= 1.25))
+	fmt.Printf("restore s/GiB at %s / at %s: %.2f (<= 1.25) %s\n", mib(last.size), mib(base.size), restoreGrowth,
+		b.goal(fmt.Sprintf("restore time grows faster than the data: %.2f", restoreGrowth), restoreGrowth <= 1.25))
+	fmt.Printf("peak RSS over every point: %s to %s (< 100 MiB, spread <= 16 MiB) %s\n", mib(minRSS), mib(maxRSS),
+		b.goal("memory grows with the data", maxRSS < maxRSSGoal && maxRSS-minRSS <= 16<<20))
+	return nil
 }
 
 func fileSize(b *bench, path string) int64 {
@@ -185,6 +438,20 @@ func sameCounts(b *bench, dbs ...*harness.Database) error {
 		} else if got != want {
 			return fmt.Errorf("restored database %s holds %v (events, hosts, inventory bytes, sequence), the source %v", db.Name, got, want)
 		}
+	}
+	return nil
+}
+
+// hasStatistics checks that our restore left planner statistics on its
+// biggest tables (it runs ANALYZE; pg_restore does not).
+func hasStatistics(b *bench, db *harness.Database) error {
+	var n int
+	if err := db.Connect(b).QueryRow(context.Background(), `SELECT count(DISTINCT tablename) FROM pg_catalog.pg_stats
+		WHERE schemaname = 'public' AND tablename IN ('events', 'hosts')`).Scan(&n); err != nil {
+		return err
+	}
+	if n != 2 {
+		return fmt.Errorf("our restore left statistics on %d of events and hosts, want 2", n)
 	}
 	return nil
 }

@@ -168,6 +168,34 @@ func userTables(t *testing.T, url string) int {
 	return n
 }
 
+// visibleTables counts the tables outside the staging schemas a killed
+// restore leaves (kubectl_assisted_staging_*, which no reader sees and the
+// next restore drops): what the target holds.
+func visibleTables(t *testing.T, url string) int {
+	t.Helper()
+	return userTables(t, url) - len(stagingTables(t, url))
+}
+
+// stagingTables lists the tables in restore staging schemas.
+func stagingTables(t *testing.T, url string) []string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT schemaname || '.' || tablename FROM pg_tables WHERE schemaname LIKE 'kubectl\_assisted\_staging\_%' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
 // fileTree describes every entry under dir: type, mode, size, content hash,
 // mtime, symlink target and user.* xattrs.
 func fileTree(t *testing.T, dir string) map[string]string {

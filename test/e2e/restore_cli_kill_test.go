@@ -305,7 +305,9 @@ func TestRestoreCLI_KilledAnywhereThenRerunConverges(t *testing.T) {
 			return hit
 		}, func(t *testing.T, tg restoreTarget) {
 			waitIdle(t, admin(t), tg.db.Name)
-			if n := userTables(t, tg.db.URL); n != 0 || len(journalConfigMaps(t, k, tg.ns)) != 0 {
+			// What was loaded is in staging schemas only, which the
+			// rerun drops.
+			if n := visibleTables(t, tg.db.URL); n != 0 || len(journalConfigMaps(t, k, tg.ns)) != 0 {
 				t.Fatalf("killed mid-load: %d tables, journal %v; want nothing", n, journalConfigMaps(t, k, tg.ns))
 			}
 		}},
@@ -315,8 +317,11 @@ func TestRestoreCLI_KilledAnywhereThenRerunConverges(t *testing.T) {
 			})
 		}, func(t *testing.T, tg restoreTarget) {
 			waitIdle(t, admin(t), tg.db.Name)
-			if n := userTables(t, tg.db.URL); n != 0 || len(journalConfigMaps(t, k, tg.ns)) != 0 {
+			if n := visibleTables(t, tg.db.URL); n != 0 || len(journalConfigMaps(t, k, tg.ns)) != 0 {
 				t.Fatalf("killed before commit: %d tables, journal %v; want nothing", n, journalConfigMaps(t, k, tg.ns))
+			}
+			if len(stagingTables(t, tg.db.URL)) == 0 {
+				t.Fatal("killed in the final transaction, the restore left no staging tables: it did not stage")
 			}
 		}},
 		{"after commit, before the database phase is recorded", func(tg restoreTarget) <-chan string {
@@ -368,6 +373,9 @@ func TestRestoreCLI_KilledAnywhereThenRerunConverges(t *testing.T) {
 			r := tg.plugin.Run(t, args(tg)...)
 			if r.ExitCode != 0 {
 				t.Fatalf("rerun: exit %d\n%s", r.ExitCode, r.Combined())
+			}
+			if left := stagingTables(t, tg.db.URL); len(left) > 0 {
+				t.Errorf("the rerun left staging tables %v", left)
 			}
 			got := endOf(t, tg)
 			if !reflect.DeepEqual(got.rows, want.rows) || got.keys != want.keys {

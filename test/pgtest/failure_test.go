@@ -204,7 +204,15 @@ func TestRestoreServerKilledMidCopy(t *testing.T) {
 		t.Fatal("restore succeeded although the server was killed")
 	}
 	srv.Restart(t)
-	assertSameText(t, "target", before, state(t, dst.URL))
+	// The server died mid-load: what the restore staged stays, in staging
+	// schemas of its own, beside the untouched target...
+	if left := stagingSchemas(t, dst.URL); len(left) == 0 {
+		t.Error("no staging schema left by the killed restore: it did not stage, the test proves less than it claims")
+	}
+	assertSameText(t, "target", before, stateOutsideStaging(t, dst.URL))
+	// ...and the next restore drops it and restores.
+	restore(t, dst.URL, stream, pg.RestoreOptions{Replace: true})
+	assertSameDatabase(t, src.URL, dst.URL)
 }
 
 func TestRestoreBackendTerminatedMidCopy(t *testing.T) {
@@ -215,11 +223,20 @@ func TestRestoreBackendTerminatedMidCopy(t *testing.T) {
 	admin := dst.Connect(t)
 
 	err := interruptedRestore(t, ctxFor(t), dst.URL+"&application_name=kat-restore-under-test", stream, func() {
-		var n int
-		err := admin.QueryRow(context.Background(), `SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity
-			WHERE application_name = 'kat-restore-under-test' AND datname = $1`, dst.Name).Scan(&n)
-		if err != nil || n != 1 {
-			t.Errorf("terminate the restore's backend: %d terminated, %v", n, err)
+		// A connection that loads rows (the others build indexes), once
+		// its COPY runs: the stream is read ahead of the loads.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var n int
+			err := admin.QueryRow(context.Background(), `SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity
+				WHERE application_name = 'kat-restore-under-test' AND datname = $1 AND state = 'active' AND query LIKE 'COPY % FROM STDIN%'`, dst.Name).Scan(&n)
+			if err != nil || (n == 0 && time.Now().After(deadline)) {
+				t.Errorf("terminate the restore's loading backend: %d terminated, %v", n, err)
+			}
+			if err != nil || n > 0 || time.Now().After(deadline) {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	})
 	if err == nil {
@@ -293,8 +310,8 @@ CREATE FUNCTION pg_catalog.kat_tamper_row() RETURNS trigger LANGUAGE plpgsql AS
 CREATE FUNCTION pg_catalog.kat_tamper_ddl() RETURNS event_trigger LANGUAGE plpgsql AS $$
 DECLARE r record;
 BEGIN
-  FOR r IN SELECT * FROM pg_catalog.pg_event_trigger_ddl_commands() WHERE object_identity = 'public.migrations' LOOP
-    EXECUTE 'CREATE TRIGGER kat_tamper BEFORE INSERT ON public.migrations FOR EACH ROW EXECUTE FUNCTION pg_catalog.kat_tamper_row()';
+  FOR r IN SELECT * FROM pg_catalog.pg_event_trigger_ddl_commands() WHERE object_identity LIKE '%.migrations' LOOP
+    EXECUTE 'CREATE TRIGGER kat_tamper BEFORE INSERT ON ' || r.object_identity || ' FOR EACH ROW EXECUTE FUNCTION pg_catalog.kat_tamper_row()';
   END LOOP;
 END $$;
 CREATE EVENT TRIGGER kat_tamper ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXECUTE FUNCTION pg_catalog.kat_tamper_ddl();`)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
 )
@@ -42,6 +44,34 @@ func pgDump(t testing.TB, url string, args ...string) string {
 		kept = append(kept, line)
 	}
 	return strings.Join(kept, "\n")
+}
+
+// stagingSchemas lists the staging schemas of restores in the database.
+func stagingSchemas(t testing.TB, url string) []string {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `SELECT nspname::text FROM pg_catalog.pg_namespace WHERE nspname LIKE 'kubectl\_assisted\_staging\_%' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// stateOutsideStaging is state without the staging schemas a killed restore
+// leaves (which the next restore drops).
+func stateOutsideStaging(t testing.TB, url string) string {
+	t.Helper()
+	lines := strings.Split(pgDump(t, url, "--data-only", "--exclude-schema=kubectl_assisted_staging_*"), "\n")
+	sort.Strings(lines)
+	return pgDump(t, url, "--schema-only", "--exclude-schema=kubectl_assisted_staging_*") + "\n-- data --\n" + strings.Join(lines, "\n")
 }
 
 // sortedData is pg_dump --data-only with its lines sorted, so that row order

@@ -4,9 +4,10 @@
 // pg_dump's and pg_restore's.
 //
 //	pgengine [-level default] dump URL FILE
-//	pgengine restore URL FILE
+//	pgengine [-workers N] [-single-transaction] [-v] restore URL FILE
 //
-// It prints a JSON result: stream and file sizes, and seconds per phase.
+// It prints a JSON result: stream and file sizes, and seconds per phase
+// (-v: the engine's debug log, with the time of each staged step, on stderr).
 package main
 
 import (
@@ -16,7 +17,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -54,8 +57,29 @@ func (c *phaseClock) event(ev pg.ProgressEvent) {
 func main() {
 	level := flag.String("level", "default", "zstd level: fastest, default, better or best")
 	readback := flag.String("readback", "auto", "restore: re-read loaded tables: auto, always or never")
-	flag.BoolVar(&restoreOpts.SkipAnalyze, "skip-analyze", false, "restore: no ANALYZE after commit")
+	flag.BoolVar(&restoreOpts.SkipAnalyze, "skip-analyze", false, "restore: no ANALYZE")
+	flag.BoolVar(&restoreOpts.SingleTransaction, "single-transaction", false, "restore: in one transaction on one connection (no staging)")
+	flag.IntVar(&restoreOpts.Workers, "workers", 0, "restore: connections that build indexes (0: the engine's default)")
+	flag.IntVar(&restoreOpts.Loaders, "loaders", 0, "restore: connections that load rows (0: the engine's default)")
+	flag.StringVar(&restoreOpts.ToastCompression, "toast-compression", "", "restore: lz4, pglz, default (the target's) or empty (the engine's choice)")
+	verbose := flag.Bool("v", false, "log the engine's debug records on stderr")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pgengine:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "pgengine:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if *verbose {
+		restoreOpts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	switch *readback {
 	case "auto":
 		restoreOpts.Readback = pg.ReadbackAuto
@@ -78,6 +102,7 @@ func main() {
 	}
 	res, err := runOp(flag.Arg(0), flag.Arg(1), flag.Arg(2), lvl)
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "pgengine:", err)
 		os.Exit(1)
 	}
@@ -107,10 +132,9 @@ func runOp(op, url, file string, level zstd.EncoderLevel) (*result, error) {
 		if err := enc.Close(); err != nil {
 			return nil, err
 		}
+		// No fsync: pg_dump runs with --no-sync beside it, and the bench
+		// syncs before every step.
 		if err := bw.Flush(); err != nil {
-			return nil, err
-		}
-		if err := f.Sync(); err != nil {
 			return nil, err
 		}
 		fi, err := f.Stat()

@@ -1,0 +1,277 @@
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/klauspost/compress/s2"
+)
+
+// A staged restore loads several tables at once, on several connections,
+// from one stream in which the tables come one after the other. The stream
+// is read at its own pace (decompression is much faster than COPY) into one
+// feed per table, which its loader reads. A feed keeps its data in memory up
+// to a small bound shared by all feeds; beyond it, the reader waits for the
+// loaders, except when a loader is idle waiting for a later table: then it
+// spills the rest of the current table to a spool file (s2-compressed, with
+// a CRC-32C per chunk) so that it reaches the next table. The spool is an
+// unlinked temporary file: nothing of it outlives the process, even when
+// killed. Memory stays bounded whatever the size of the data; disk use is at
+// most what was read ahead.
+
+const (
+	// feedMemory bounds the data held in memory by all feeds together.
+	feedMemory = 8 << 20
+	// feedChunk is the size of the reads from the stream, and of a spooled
+	// chunk.
+	feedChunk = 256 << 10
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errLoadAborted ends the loads after a failure elsewhere.
+var errLoadAborted = errors.New("restore aborted")
+
+// spool is the append-only file that feeds spill into.
+type spool struct {
+	mu   sync.Mutex
+	f    *os.File
+	size int64
+}
+
+func newSpool(dir string) (*spool, error) {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	f, err := os.CreateTemp(dir, "kubectl-assisted-restore-*.spool")
+	if err != nil {
+		return nil, err
+	}
+	// Unlinked at once: the open file is all there is, and it goes with the
+	// process however it ends.
+	if err := os.Remove(f.Name()); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return &spool{f: f}, nil
+}
+
+func (s *spool) close() { _ = s.f.Close() }
+
+// write appends raw, compressed, and returns where it is.
+func (s *spool) write(raw []byte) (feedPart, error) {
+	enc := s2.Encode(nil, raw)
+	s.mu.Lock()
+	off := s.size
+	s.size += int64(len(enc))
+	s.mu.Unlock()
+	if _, err := s.f.WriteAt(enc, off); err != nil {
+		return feedPart{}, fmt.Errorf("restore: spool: %w", err)
+	}
+	return feedPart{spooled: true, off: off, n: len(enc), raw: len(raw), crc: crc32.Checksum(raw, castagnoli)}, nil
+}
+
+// read returns the raw bytes of a spooled part.
+func (s *spool) read(p feedPart) ([]byte, error) {
+	enc := make([]byte, p.n)
+	if _, err := s.f.ReadAt(enc, p.off); err != nil {
+		return nil, fmt.Errorf("restore: spool: %w", err)
+	}
+	raw, err := s2.Decode(make([]byte, p.raw), enc)
+	if err != nil || len(raw) != p.raw || crc32.Checksum(raw, castagnoli) != p.crc {
+		return nil, fmt.Errorf("%w: the restore's spool file changed under it (at %d)", ErrChecksumMismatch, p.off)
+	}
+	return raw, nil
+}
+
+// feedPart is a piece of a table's data: in memory, or spooled.
+type feedPart struct {
+	mem     []byte
+	spooled bool
+	off     int64
+	n, raw  int
+	crc     uint32
+}
+
+// feeder holds the feeds of one restore and what they share.
+type feeder struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	// mem is the in-memory data of all feeds.
+	mem int
+	// idle counts the loaders waiting for a table.
+	idle    int
+	aborted bool
+	dir     string
+	spool   *spool
+	// noSpool: spilling was tried and failed (spoolErr); the reader then
+	// only waits.
+	noSpool  bool
+	spoolErr error
+	// spilled counts the bytes spilled, for the log.
+	spilled int64
+}
+
+func newFeeder(dir string) *feeder {
+	f := &feeder{dir: dir}
+	f.cond = sync.NewCond(&f.mu)
+	return f
+}
+
+func (f *feeder) close() {
+	if f.spool != nil {
+		f.spool.close()
+	}
+}
+
+// abort wakes and ends every reader and writer.
+func (f *feeder) abort() {
+	f.mu.Lock()
+	f.aborted = true
+	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+// loaderIdle and loaderBusy count the loaders waiting for a table.
+func (f *feeder) loaderIdle() {
+	f.mu.Lock()
+	f.idle++
+	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+func (f *feeder) loaderBusy() {
+	f.mu.Lock()
+	f.idle--
+	f.mu.Unlock()
+}
+
+// feed is one table's data between the stream and its loader.
+type feed struct {
+	f     *feeder
+	parts []feedPart // guarded by f.mu
+	done  bool
+	err   error
+	// rows is the table's row count, final once done.
+	rows int64
+}
+
+func (f *feeder) newFeed() *feed { return &feed{f: f} }
+
+// push adds data (copied) to the end of fd: in memory while there is room,
+// else to the spool when a loader is idle, else after waiting for room.
+func (fd *feed) push(data []byte) error {
+	f := fd.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for {
+		if f.aborted {
+			return errLoadAborted
+		}
+		if f.mem+len(data) <= feedMemory || f.mem == 0 {
+			fd.parts = append(fd.parts, feedPart{mem: append([]byte(nil), data...)})
+			f.mem += len(data)
+			f.cond.Broadcast()
+			return nil
+		}
+		if f.idle > 0 && !f.noSpool {
+			if f.spool == nil {
+				s, err := newSpool(f.dir)
+				if err != nil {
+					f.noSpool = true
+					continue
+				}
+				f.spool = s
+			}
+			f.mu.Unlock()
+			p, err := f.spool.write(data)
+			f.mu.Lock()
+			if err != nil {
+				// A full disk only ends the reading ahead: what is
+				// spooled stays readable, the rest waits for the loaders.
+				f.noSpool = true
+				f.spoolErr = err
+				continue
+			}
+			fd.parts = append(fd.parts, p)
+			f.spilled += int64(len(data))
+			f.cond.Broadcast()
+			return nil
+		}
+		f.cond.Wait()
+	}
+}
+
+// finish marks the end of fd's data (err: the stream failed in it).
+func (fd *feed) finish(rows int64, err error) {
+	f := fd.f
+	f.mu.Lock()
+	fd.done, fd.rows, fd.err = true, rows, err
+	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+// reader returns the io.Reader its loader copies from.
+func (fd *feed) reader(ctx context.Context) io.Reader { return &feedReader{fd: fd, ctx: ctx} }
+
+type feedReader struct {
+	fd  *feed
+	ctx context.Context
+	cur []byte
+	err error
+}
+
+func (r *feedReader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if len(r.cur) == 0 {
+		fd, f := r.fd, r.fd.f
+		f.mu.Lock()
+		for len(fd.parts) == 0 && !fd.done && !f.aborted {
+			f.cond.Wait()
+		}
+		switch {
+		case f.aborted:
+			f.mu.Unlock()
+			r.err = errLoadAborted
+			if err := r.ctx.Err(); err != nil {
+				r.err = err
+			}
+			return 0, r.err
+		case len(fd.parts) == 0:
+			err := fd.err
+			f.mu.Unlock()
+			if err == nil {
+				err = io.EOF
+			}
+			r.err = err
+			return 0, err
+		}
+		part := fd.parts[0]
+		fd.parts[0] = feedPart{}
+		fd.parts = fd.parts[1:]
+		if !part.spooled {
+			f.mem -= len(part.mem)
+			f.cond.Broadcast()
+		}
+		f.mu.Unlock()
+		if part.spooled {
+			raw, err := f.spool.read(part)
+			if err != nil {
+				r.err = err
+				return 0, err
+			}
+			part.mem = raw
+		}
+		r.cur = part.mem
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
+}
