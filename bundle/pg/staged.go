@@ -161,7 +161,44 @@ func newStagePlan(sr *streamReader, pre []object) (*stagePlan, error) {
 			p.afterAnalyze[t] = true
 		}
 	}
+	if err := p.recheck(h); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// recheck runs the statement checker again over the rewritten statements,
+// as if the staging schemas were the stream's: the rewrite works on a lexer
+// of its own, and what runs on the server must have passed the checker as
+// it is, not only before the rewrite. A rewritten statement the checker
+// refuses makes the stream unfit for staging (the one-transaction restore
+// runs the statements as they were checked).
+func (p *stagePlan) recheck(h *streamHeader) error {
+	sh := &streamHeader{Format: h.Format, Version: h.Version, Schemas: p.stageSchemas()}
+	for _, t := range h.Tables {
+		sh.Tables = append(sh.Tables, streamTable{Schema: p.stage[t.Schema], Name: t.Name, Columns: t.Columns, NoData: t.NoData})
+	}
+	c, err := newDDLChecker(sh)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNotStageable, err)
+	}
+	staged := func(objs []object) []object {
+		out := make([]object, len(objs))
+		for i, o := range objs {
+			if s, ok := p.stage[o.Schema]; ok {
+				o.Schema = s
+			}
+			out[i] = o
+		}
+		return out
+	}
+	if err := c.checkList(memberPreData, staged(p.pre)); err != nil {
+		return fmt.Errorf("%w: the rewritten pre-data does not pass the statement check: %v", errNotStageable, err)
+	}
+	if err := c.checkList(memberPostData, staged(p.trial)); err != nil {
+		return fmt.Errorf("%w: the rewritten post-data does not pass the statement check: %v", errNotStageable, err)
+	}
+	return nil
 }
 
 func (p *stagePlan) stagedName(schema, name string) string { return qualified(p.stage[schema], name) }

@@ -150,3 +150,30 @@ func TestIndexedExpression(t *testing.T) {
 		}
 	}
 }
+
+// TestStagePlanRecheck: the rewritten statements go through the statement
+// checker again; one it refuses (here planted in the plan, as a lexer
+// disagreement could make it) makes the stream unfit for staging, and the
+// plan of the unedited statements passes.
+func TestStagePlanRecheck(t *testing.T) {
+	h := &streamHeader{Format: FormatName, Version: "1.2", Schemas: []string{"public"},
+		Tables: []streamTable{{Schema: "public", Name: "t", Columns: []string{"a"}}}}
+	p := &stagePlan{schemas: h.Schemas, stage: map[string]string{"public": stagingPrefix + "0123456789ab_1"}}
+	s := ident(p.stage["public"])
+	p.pre = []object{{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE ` + s + `."t" ("a" text DEFAULT 'x'::text NOT NULL)`}}
+	p.trial = []object{{Kind: "CONSTRAINT", Schema: "public", Name: "t_pkey", SQL: `ALTER TABLE ONLY ` + s + `."t" ADD CONSTRAINT "t_pkey" PRIMARY KEY (a)`}}
+	if err := p.recheck(h); err != nil {
+		t.Fatalf("recheck of a plain plan: %v", err)
+	}
+	for _, bad := range []string{
+		`CREATE TABLE ` + s + `."t" ("a" text DEFAULT pg_catalog.pg_read_file('/etc/passwd'))`,
+		`CREATE TABLE "public"."t" ("a" text)`,
+		`CREATE TABLE ` + s + `."t" ("a" text); CREATE ROLE evil SUPERUSER`,
+	} {
+		q := *p
+		q.pre = []object{{Kind: "TABLE", Schema: "public", Name: "t", SQL: bad}}
+		if err := q.recheck(h); !errors.Is(err, errNotStageable) {
+			t.Errorf("recheck of %s: %v, want errNotStageable", bad, err)
+		}
+	}
+}
