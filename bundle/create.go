@@ -283,7 +283,8 @@ func writeFilesLayer(ctx context.Context, w oci.Writer, sp *spool, opts CreateOp
 		if err != nil {
 			return fmt.Errorf("files: %w", err)
 		}
-		meta.Files = &FilesInfo{Files: sum.Files, Dirs: sum.Dirs, Symlinks: sum.Symlinks, HardLinks: sum.HardLinks, Bytes: sum.Bytes, Excluded: exclude}
+		meta.Files = &FilesInfo{Files: sum.Files, Dirs: sum.Dirs, Symlinks: sum.Symlinks, HardLinks: sum.HardLinks, Bytes: sum.Bytes, Excluded: exclude,
+			LongestPath: sum.LongestName, LargestXattrs: sum.LargestXattrs}
 		clusterIDs = sum.ClusterIDs
 		return nil
 	}

@@ -63,6 +63,13 @@ type FilesInfo struct {
 	HardLinks int64 `json:"hardLinks"`
 	// Bytes is the sum of the regular files' sizes.
 	Bytes int64 `json:"bytes"`
+	// LongestPath and LargestXattrs (format 1.1) are the layer's largest
+	// entry: the length of its longest relative path, and the (name, value)
+	// lengths of its largest set of user.* extended attributes. With them,
+	// an extraction checks its target before reading the layer and refuses
+	// any entry beyond them, so it reads the layer once.
+	LongestPath   int      `json:"longestPath,omitempty"`
+	LargestXattrs [][2]int `json:"largestXattrs,omitempty"`
 	// Excluded are the patterns of rebuildable content left out.
 	Excluded []string `json:"excluded,omitempty"`
 }

@@ -156,9 +156,52 @@ func (b *Bundle) FilesRules(preserveSpecialBits bool) files.Rules {
 	r := files.Rules{PreserveSpecialBits: preserveSpecialBits, Declared: &files.Declared{}}
 	if m := b.Metadata.Files; m != nil {
 		r.Declared = &files.Declared{Files: m.Files, Dirs: m.Dirs, Symlinks: m.Symlinks, HardLinks: m.HardLinks, Bytes: m.Bytes}
+		if b, ok := b.FilesBounds(); ok {
+			r.Bounds = &b
+		}
 	}
 	return r
 }
+
+// FilesBounds are the largest entry's path and extended attributes as the
+// metadata declares them (format 1.1); ok is false when it does not (an
+// older bundle: only reading the layer tells them, see Verify).
+func (b *Bundle) FilesBounds() (files.Bounds, bool) {
+	m := b.Metadata.Files
+	if m == nil || m.LongestPath <= 0 {
+		return files.Bounds{}, false
+	}
+	return files.Bounds{LongestName: m.LongestPath, LargestXattrs: m.LargestXattrs}, true
+}
+
+// OnePass reports whether an extraction can read each layer once, checking
+// as it writes into its private staging area, instead of verifying every
+// layer before a second read: every layer is of a kind the extraction reads
+// whole (so none is left unchecked), and the files layer, if any, has
+// declared bounds, so that the target is checked before the first write as
+// Verify's findings would have let it be.
+func (b *Bundle) OnePass() bool {
+	for _, l := range b.Layers {
+		switch {
+		case !l.Known:
+			return false
+		case l.Kind == LayerFiles:
+			if m := b.Metadata.Files; m == nil {
+				return false
+			} else if _, ok := b.FilesBounds(); !ok && m.Files+m.Dirs+m.Symlinks+m.HardLinks > 0 {
+				return false
+			}
+		case l.Kind == LayerDatabase, l.Kind == LayerResources:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// CheckIdentities fails, before any layer is downloaded, when identities
+// were given and none is a recipient the metadata records.
+func (b *Bundle) CheckIdentities() error { return b.checkIdentities() }
 
 // filesLayerErr reports a layer that holds less than declared as a format
 // error (more is refused entry by entry, as unsafe).

@@ -137,10 +137,26 @@ func (o *BundleExtractOptions) extract(ctx context.Context, opts bundle.OpenOpti
 			return nil, &bundle.DecryptError{Layer: l.Kind, Err: bundle.ErrNoIdentity}
 		}
 	}
-	if _, err := b.Verify(ctx, bundle.VerifyOptions{Database: checkDatabaseLayer, PreserveSpecialBits: o.PreserveSpecialBits}); err != nil {
-		return nil, err
+	// A bundle that declares its largest entry (format 1.1) is read once:
+	// the target is checked against what the signed metadata declares, and
+	// every layer is checked as it is written into the private stage, which
+	// is removed on the first failure. Otherwise every layer is verified
+	// first, then read again.
+	checked := (*files.Summary)(nil)
+	if b.OnePass() {
+		if err := b.CheckIdentities(); err != nil {
+			return nil, err
+		}
+		if bounds, ok := b.FilesBounds(); ok {
+			checked = bounds.Checked()
+		}
+	} else {
+		if _, err := b.Verify(ctx, bundle.VerifyOptions{Database: checkDatabaseLayer, PreserveSpecialBits: o.PreserveSpecialBits}); err != nil {
+			return nil, err
+		}
+		checked = b.FilesChecked
 	}
-	target := files.Target{Dir: filepath.Join(stage, "files"), Checked: b.FilesChecked}
+	target := files.Target{Dir: filepath.Join(stage, "files"), Checked: checked}
 	if m := b.Metadata.Files; m != nil {
 		target.Declared = files.Declared{Files: m.Files, Dirs: m.Dirs, Symlinks: m.Symlinks, HardLinks: m.HardLinks, Bytes: m.Bytes}
 	}

@@ -40,6 +40,7 @@ const (
 	ReasonSpecialBits  = "it has the setuid, setgid or sticky bit (pass --preserve-special-bits to restore them as stored)"
 	ReasonSparse       = "it is a sparse file (a bundle never holds one; its holes would expand beyond the stored bytes)"
 	ReasonExpansion    = "the layer holds more than the metadata declares"
+	ReasonBeyondBounds = "it is larger than the metadata declares the layer's largest entry to be"
 )
 
 // Limits of Linux that an entry must fit, checked before anything is
@@ -67,6 +68,10 @@ type Rules struct {
 	// Declared caps the layer; nil leaves it uncapped (tests and fuzzing).
 	// The bundle package always sets it from the metadata.
 	Declared *Declared
+	// Bounds, when the metadata declares them, refuse an entry with a
+	// longer path or a larger set of extended attributes than declared (the
+	// target was checked against the declared ones before the first write).
+	Bounds *Bounds
 	// PreserveSpecialBits accepts setuid, setgid and sticky bits and restores
 	// them; by default an entry with one is refused.
 	PreserveSpecialBits bool
@@ -127,8 +132,7 @@ func (v *validator) limits(hdr *tar.Header, name string) error {
 	if hdr.Typeflag == tar.TypeGNUSparse {
 		return unsafe(ReasonSparse)
 	}
-	list, total := 0, int64(0)
-	var sizes [][2]int
+	list := 0
 	for k, val := range hdr.PAXRecords {
 		if strings.HasPrefix(k, "GNU.sparse.") {
 			return unsafe(ReasonSparse)
@@ -141,18 +145,21 @@ func (v *validator) limits(hdr *tar.Header, name string) error {
 		if len(x) > XattrNameMax || len(val) > XattrValueMax || list > XattrListMax {
 			return unsafe(ReasonXattrSize + fmt.Sprintf(" (%s: %d bytes)", shorten(x), len(val)))
 		}
-		total += int64(len(x) + len(val))
-		sizes = append(sizes, [2]int{len(x), len(val)})
-	}
-	if total > v.sum.MaxXattrBytes {
-		v.sum.MaxXattrBytes, v.sum.LargestXattrs = total, sizes
 	}
 	if hdr.Mode&0o7000 != 0 && !v.rules.PreserveSpecialBits {
 		return unsafe(ReasonSpecialBits + fmt.Sprintf(" (mode %04o)", hdr.Mode&0o7777))
 	}
-	if len(name) > v.sum.LongestName {
-		v.sum.LongestName = len(name)
+	var one Summary
+	one.note(name, hdr.PAXRecords)
+	if b := v.rules.Bounds; b != nil {
+		switch {
+		case one.LongestName > b.LongestName:
+			return unsafe(ReasonBeyondBounds + fmt.Sprintf(" (a path of %d bytes; the longest declared is %d)", one.LongestName, b.LongestName))
+		case one.MaxXattrBytes > b.MaxXattrBytes():
+			return unsafe(ReasonBeyondBounds + fmt.Sprintf(" (%d bytes of extended attributes; the largest declared is %d)", one.MaxXattrBytes, b.MaxXattrBytes()))
+		}
 	}
+	v.sum.note(name, hdr.PAXRecords)
 	return nil
 }
 

@@ -9,7 +9,10 @@
 // refuses any entry that would land outside it.
 package files
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // Summary counts what a tar holds.
 type Summary struct {
@@ -46,3 +49,50 @@ const (
 	xattrPrefix    = "user."
 	paxXattrPrefix = "SCHILY.xattr."
 )
+
+// Bounds are the largest things one entry of a layer holds: the longest
+// relative path and the largest set of extended attributes. The writer
+// records them (Write's Summary) so that a bundle's metadata can declare
+// them; with declared bounds, CheckTarget can probe the target before the
+// first entry is read, and extraction refuses an entry beyond them.
+type Bounds struct {
+	LongestName   int
+	LargestXattrs [][2]int // (name, value) lengths of one entry
+}
+
+// MaxXattrBytes is the sum of the largest set's names and values.
+func (b Bounds) MaxXattrBytes() int64 {
+	var n int64
+	for _, s := range b.LargestXattrs {
+		n += int64(s[0] + s[1])
+	}
+	return n
+}
+
+// Bounds returns what s found of them.
+func (s *Summary) Bounds() Bounds {
+	return Bounds{LongestName: s.LongestName, LargestXattrs: s.LargestXattrs}
+}
+
+// Checked turns declared bounds into the Summary CheckTarget probes with.
+func (b Bounds) Checked() *Summary {
+	return &Summary{LongestName: b.LongestName, LargestXattrs: b.LargestXattrs, MaxXattrBytes: b.MaxXattrBytes()}
+}
+
+// note records an entry's clean name and its PAX records in the bounds.
+func (s *Summary) note(name string, pax map[string]string) {
+	if len(name) > s.LongestName {
+		s.LongestName = len(name)
+	}
+	var total int64
+	var sizes [][2]int
+	for k, val := range pax {
+		if x, ok := strings.CutPrefix(k, paxXattrPrefix); ok {
+			total += int64(len(x) + len(val))
+			sizes = append(sizes, [2]int{len(x), len(val)})
+		}
+	}
+	if total > s.MaxXattrBytes {
+		s.MaxXattrBytes, s.LargestXattrs = total, sizes
+	}
+}

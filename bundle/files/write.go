@@ -123,6 +123,12 @@ func (w *treeWriter) add(p, rel string, d fs.DirEntry) error {
 	if hasStat {
 		hdr.Uid, hdr.Gid = st.uid, st.gid
 	}
+	stored := true // every entry that reaches the tar counts in the bounds
+	defer func() {
+		if stored {
+			w.sum.note(rel, hdr.PAXRecords)
+		}
+	}()
 	switch {
 	case info.IsDir():
 		hdr.Typeflag, hdr.Name = tar.TypeDir, rel+"/"
@@ -150,6 +156,7 @@ func (w *treeWriter) add(p, rel string, d fs.DirEntry) error {
 		}
 		hdr.Typeflag, hdr.Size = tar.TypeReg, info.Size()
 	default:
+		stored = false
 		return nil // socket, FIFO, device: not data
 	}
 	if err := w.xattrs(p, hdr); err != nil {

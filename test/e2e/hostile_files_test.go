@@ -41,8 +41,11 @@ type hostileCase struct {
 	// the tar holds, so only the rule under test refuses it).
 	declared map[string]int64
 	// annotation and config are the manifest's and the metadata's format
-	// versions (default 1.0.0).
+	// versions (default bundle.FormatVersion).
 	annotation, config string
+	// noBounds leaves the largest entry undeclared in the metadata; bounds
+	// marks a case about them (it has no variant without them).
+	noBounds, bounds bool
 	// edit plays digest games on the written layout.
 	edit    func(t *testing.T, l *hostileLayout)
 	exit    int
@@ -114,6 +117,38 @@ func counted(t *testing.T, data []byte) map[string]int64 {
 			c["symlinks"]++
 		case tar.TypeLink:
 			c["hardLinks"]++
+		}
+	}
+}
+
+// bounded measures the crafted tar's largest entry as the metadata declares
+// it: the longest name (without a trailing slash or a leading ./, at least
+// as long as the clean name) and the (name, value) lengths of the largest set
+// of SCHILY.xattr records of one entry.
+func bounded(t *testing.T, data []byte) (int, [][2]int) {
+	t.Helper()
+	longest, most := 0, 0
+	var largest [][2]int
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return longest, largest
+		}
+		if err != nil {
+			t.Fatalf("measure the crafted tar: %v", err)
+		}
+		longest = max(longest, len(strings.TrimPrefix(strings.TrimSuffix(h.Name, "/"), "./")))
+		total := 0
+		var sizes [][2]int
+		for k, v := range h.PAXRecords {
+			if x, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok {
+				total += len(x) + len(v)
+				sizes = append(sizes, [2]int{len(x), len(v)})
+			}
+		}
+		if total > most {
+			most, largest = total, sizes
 		}
 	}
 }
@@ -230,13 +265,27 @@ func craft(t *testing.T, src, good, recipient string, c hostileCase) string {
 		for k, v := range decl {
 			files[k] = v
 		}
+		// The bounds of format 1.1, as large as what the tar holds, so
+		// that only the rule under test refuses it.
+		longest, largest := bounded(t, c.entries)
+		files["longestPath"], files["largestXattrs"] = longest, largest
+		if largest == nil {
+			delete(files, "largestXattrs")
+		}
+	}
+	if c.noBounds {
+		// A bundle that does not declare them (format 1.0): extract
+		// verifies every layer before it reads them again.
+		files := l.config["files"].(map[string]any)
+		delete(files, "longestPath")
+		delete(files, "largestXattrs")
 	}
 	ann, cfg := c.annotation, c.config
 	if ann == "" {
-		ann = "1.0.0"
+		ann = bundle.FormatVersion
 	}
 	if cfg == "" {
-		cfg = "1.0.0"
+		cfg = bundle.FormatVersion
 	}
 	l.manifest["annotations"].(map[string]any)[bundle.AnnotationFormatVersion] = ann
 	l.config["formatVersion"] = cfg
@@ -282,6 +331,14 @@ func hostileCases(t *testing.T) []hostileCase {
 		{name: "sparse bomb", entries: sparseBomb(t), exit: 7, message: "is a sparse file"},
 		{name: "declared-size mismatch bomb", entries: bomb, declared: map[string]int64{"files": 1, "dirs": 1, "bytes": 10}, exit: 7, message: "holds more than the metadata declares"},
 		{name: "more files than declared", entries: hostileTar(t, many...), declared: map[string]int64{"files": 3, "dirs": 1}, exit: 7, message: "more than 3 files"},
+		// Bounds (format 1.1) that understate the largest entry: the
+		// target was checked against them, so the entry is refused.
+		{name: "path longer than the declared bounds", bounds: true, entries: hostileTar(t, dir(cid, 0o755), reg(cid+"manifests.yaml", 4)), edit: func(t *testing.T, l *hostileLayout) {
+			l.config["files"].(map[string]any)["longestPath"] = 8
+		}, exit: 7, message: "larger than the metadata declares the layer's largest entry to be"},
+		{name: "xattrs larger than the declared bounds", bounds: true, entries: hostileTar(t, dir(cid, 0o755), withXattr("user.big", 300)), edit: func(t *testing.T, l *hostileLayout) {
+			l.config["files"].(map[string]any)["largestXattrs"] = [][2]int{{len("user.big"), 10}}
+		}, exit: 7, message: "larger than the metadata declares the layer's largest entry to be"},
 		// Special bits.
 		{name: "setuid", entries: hostileTar(t, reg("sh", 4), tar.Header{Name: "suid", Typeflag: tar.TypeReg, Mode: 0o4777, Size: 4}), exit: 7, message: "setuid, setgid or sticky bit"},
 		{name: "setgid directory", entries: hostileTar(t, dir(cid, 0o2755)), exit: 7, message: "setuid, setgid or sticky bit"},
@@ -375,6 +432,23 @@ func TestHostileFiles_VerifyAndExtract(t *testing.T) {
 			}
 			if entries, _ := os.ReadDir(parent); len(entries) != 0 {
 				t.Fatalf("extract left %v", entries)
+			}
+			noEscapes(t, parent)
+			if c.bounds {
+				return
+			}
+			// The same bundle without declared bounds: extract verifies
+			// every layer first, and refuses it the same way.
+			c := c
+			c.noBounds = true
+			ref = "oci:" + craft(t, src, good, recipient, c) + ":latest"
+			parent = t.TempDir()
+			x = p.Run(t, append([]string{"bundle", "extract", ref, "--dir", filepath.Join(parent, "out")}, base...)...)
+			if x.ExitCode != c.exit || !strings.Contains(x.Stderr, c.message) {
+				t.Fatalf("extract (verify first): exit %d, want %d with %q\n%s", x.ExitCode, c.exit, c.message, x.Combined())
+			}
+			if entries, _ := os.ReadDir(parent); len(entries) != 0 {
+				t.Fatalf("extract (verify first) left %v", entries)
 			}
 			noEscapes(t, parent)
 		})
