@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"filippo.io/age"
 	"golang.org/x/crypto/chacha20poly1305"
@@ -32,22 +33,35 @@ var errAgeTruncated = errors.New("the encrypted stream is truncated")
 // ageDecrypter decrypts an age file as it streams. The header (recipient
 // stanzas and MAC) is read and checked by filippo.io/age (DecryptHeader), so
 // identities, key unwrapping and header authentication are age's own code;
-// the payload is opened here chunk by chunk, in place, without the per-chunk
-// allocation and copy of age's reader (its cost showed in pull profiles).
+// the payload is opened here, in place, without the per-chunk allocation and
+// copy of age's reader (its cost showed in pull profiles), a batch of chunks
+// at a time: the chunks of a batch are independent (each has its own nonce
+// and tag), so they are opened by two goroutines at once.
 //
 // Every chunk is authenticated before its plaintext is returned; the end of
 // the stream is only accepted on a chunk sealed as the last one, directly
 // followed by the end of src, so truncation and appended data are errors.
 type ageDecrypter struct {
-	src    io.Reader
-	aead   cipher.AEAD
-	nonce  [chacha20poly1305.NonceSize]byte
-	buf    []byte // ageSealed+1: one sealed chunk and one byte of look-ahead
-	carry  bool   // buf[0] holds the look-ahead byte of the previous read
-	unread []byte
+	src   io.Reader
+	aead  cipher.AEAD
+	nonce [chacha20poly1305.NonceSize]byte
+	buf   []byte // ageBatch sealed chunks and one byte of look-ahead
+	carry bool   // buf[0] holds the look-ahead byte of the previous read
+	// plain are the opened chunks of the batch not yet read, in order.
+	plain  [][]byte
+	chunks [][]byte
+	nonces [][chacha20poly1305.NonceSize]byte
+	errs   []error
 	first  bool
 	err    error
 }
+
+// ageBatch is the number of chunks read and opened at once (1 MiB of
+// plaintext); ageMinSplit the batch from which a second goroutine helps.
+const (
+	ageBatch    = 16
+	ageMinSplit = 4
+)
 
 // newAgeDecrypter reads the age header from src and unwraps the file key
 // with identities. Its errors are age's (*age.NoIdentityMatchError for
@@ -83,7 +97,8 @@ func newAgeDecrypter(src io.Reader, identities []age.Identity) (*ageDecrypter, e
 		b, _ := br.Peek(n)
 		rest = io.MultiReader(bytes.NewReader(bytes.Clone(b)), src)
 	}
-	return &ageDecrypter{src: rest, aead: aead, buf: make([]byte, ageSealed+1), first: true}, nil
+	return &ageDecrypter{src: rest, aead: aead, buf: make([]byte, ageBatch*ageSealed+1), first: true,
+		chunks: make([][]byte, 0, ageBatch), nonces: make([][chacha20poly1305.NonceSize]byte, ageBatch), errs: make([]error, ageBatch)}, nil
 }
 
 // readAgeHeader returns the header's bytes: every line up to and including
@@ -114,39 +129,50 @@ func readAgeHeader(br *bufio.Reader) ([]byte, error) {
 }
 
 func (d *ageDecrypter) Read(p []byte) (int, error) {
-	if len(d.unread) == 0 {
+	for len(d.plain) > 0 && len(d.plain[0]) == 0 {
+		d.plain = d.plain[1:]
+	}
+	if len(d.plain) == 0 {
 		if d.err != nil {
 			return 0, d.err
 		}
 		if len(p) == 0 {
 			return 0, nil
 		}
-		if d.err = d.next(); d.err != nil && len(d.unread) == 0 {
+		if d.err = d.next(); d.err != nil && len(d.plain) == 0 {
 			return 0, d.err
 		}
 	}
-	n := copy(p, d.unread)
-	d.unread = d.unread[n:]
-	if len(d.unread) == 0 && d.err != nil {
+	n := 0
+	for n < len(p) && len(d.plain) > 0 {
+		m := copy(p[n:], d.plain[0])
+		d.plain[0] = d.plain[0][m:]
+		n += m
+		if len(d.plain[0]) == 0 {
+			d.plain = d.plain[1:]
+		}
+	}
+	if len(d.plain) == 0 && d.err != nil {
 		return n, d.err
 	}
 	return n, nil
 }
 
-// next reads, authenticates and decrypts one chunk into d.unread. After the
-// last chunk it sets d.err to io.EOF (with the chunk's plaintext unread).
+// next reads, authenticates and decrypts a batch of chunks into d.plain.
+// After the last chunk it sets d.err to io.EOF (with the batch unread).
 func (d *ageDecrypter) next() error {
 	start := 0
 	if d.carry {
-		// The look-ahead byte of the previous read starts this chunk.
-		d.buf[0] = d.buf[ageSealed]
+		// The look-ahead byte of the previous read starts this batch.
+		d.buf[0] = d.buf[len(d.buf)-1]
 		start = 1
 	}
 	n, err := io.ReadFull(d.src, d.buf[start:])
 	n += start
 	last := false
 	switch {
-	case err == nil: // a full chunk and one more byte: not the last chunk
+	case err == nil: // whole chunks and one more byte: the last is still ahead
+		n--
 	case err == io.EOF || err == io.ErrUnexpectedEOF: //nolint:errorlint // io.ReadFull's own values: the end of src
 		// (A source error wrapping io.ErrUnexpectedEOF, a connection cut in
 		// the middle of a download, is not the end: it is returned below.)
@@ -154,35 +180,67 @@ func (d *ageDecrypter) next() error {
 	default:
 		return err
 	}
+	// Split what was read into sealed chunks; only the very last may be short.
+	d.chunks = d.chunks[:0]
+	for off := 0; off < n; off += ageSealed {
+		d.chunks = append(d.chunks, d.buf[off:min(off+ageSealed, n)])
+	}
 	if last {
 		switch {
-		case n < ageTag:
+		case len(d.chunks) == 0 || len(d.chunks[len(d.chunks)-1]) < ageTag:
 			return errAgeTruncated
-		case n == ageTag && !d.first:
+		case len(d.chunks[len(d.chunks)-1]) == ageTag && !(d.first && len(d.chunks) == 1):
 			return errors.New("the encrypted stream ends with an empty chunk")
 		}
 	}
-	sealed := d.buf[:min(n, ageSealed)]
+	for i := range d.chunks {
+		d.nonces[i] = d.nonce
+		incAgeNonce(&d.nonce)
+	}
 	if last {
-		d.nonce[len(d.nonce)-1] = 1
+		d.nonces[len(d.chunks)-1][chacha20poly1305.NonceSize-1] = 1
 	}
-	plain, oerr := d.aead.Open(sealed[:0], d.nonce[:], sealed, nil)
-	if oerr != nil {
-		if last {
-			return errors.New("failed to authenticate the last chunk: the stream was truncated or altered")
+	k := len(d.chunks)
+	if k >= ageMinSplit {
+		half := k / 2
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.open(half, k)
+		}()
+		d.open(0, half)
+		wg.Wait()
+	} else {
+		d.open(0, k)
+	}
+	d.plain = d.plain[:0]
+	for i := 0; i < k; i++ {
+		if d.errs[i] != nil {
+			d.plain = d.plain[:0]
+			if last && i == k-1 {
+				return errors.New("failed to authenticate the last chunk: the stream was truncated or altered")
+			}
+			return errors.New("failed to authenticate a payload chunk: the stream was altered")
 		}
-		return errors.New("failed to authenticate a payload chunk: the stream was altered")
+		d.plain = append(d.plain, d.chunks[i][:len(d.chunks[i])-ageTag])
 	}
-	incAgeNonce(&d.nonce)
 	d.first = false
-	d.unread = plain
 	if last {
 		return io.EOF
 	}
-	// buf[ageSealed], the look-ahead byte, is outside the plaintext
-	// (buf[:ageChunk]); next moves it to the front once that is consumed.
+	// The look-ahead byte, buf[len(buf)-1], is outside every chunk; next
+	// moves it to the front once the batch is consumed.
 	d.carry = true
 	return nil
+}
+
+// open authenticates and decrypts chunks [from, to) in place.
+func (d *ageDecrypter) open(from, to int) {
+	for i := from; i < to; i++ {
+		c := d.chunks[i]
+		_, d.errs[i] = d.aead.Open(c[:0], d.nonces[i][:], c, nil)
+	}
 }
 
 func incAgeNonce(nonce *[chacha20poly1305.NonceSize]byte) {
@@ -193,4 +251,150 @@ func incAgeNonce(nonce *[chacha20poly1305.NonceSize]byte) {
 		}
 	}
 	panic("age stream: chunk counter wrapped around")
+}
+
+// ageEncrypter writes an age file whose header is age's own: age.Encrypt
+// writes the header and the payload nonce, through recipients that note the
+// file key they are asked to wrap (keyCapture). The payload is sealed here,
+// a batch of chunks at a time by two goroutines, as the v1 format defines it
+// (see ageDecrypter); age's own writer, which seals one chunk at a time,
+// is never used for the payload.
+type ageEncrypter struct {
+	dst    io.Writer
+	aead   cipher.AEAD
+	nonce  [chacha20poly1305.NonceSize]byte
+	plain  []byte // up to ageBatch chunks of plaintext not yet sealed
+	sealed []byte
+	nonces [][chacha20poly1305.NonceSize]byte
+	err    error
+}
+
+// keyCapture wraps a recipient to note the file key age generated.
+type keyCapture struct {
+	age.Recipient
+	key *[]byte
+}
+
+func (c keyCapture) Wrap(fileKey []byte) ([]*age.Stanza, error) {
+	*c.key = bytes.Clone(fileKey)
+	return c.Recipient.Wrap(fileKey)
+}
+
+// keyCaptureLabels keeps the labels of a recipient that has them (age
+// refuses to mix recipients with different labels, such as post-quantum
+// ones with classic ones).
+type keyCaptureLabels struct{ keyCapture }
+
+func (c keyCaptureLabels) WrapWithLabels(fileKey []byte) ([]*age.Stanza, []string, error) {
+	*c.key = bytes.Clone(fileKey)
+	return c.Recipient.(age.RecipientWithLabels).WrapWithLabels(fileKey)
+}
+
+func newAgeEncrypter(dst io.Writer, recipients ...age.Recipient) (*ageEncrypter, error) {
+	var fileKey []byte
+	wrapped := make([]age.Recipient, len(recipients))
+	for i, r := range recipients {
+		c := keyCapture{Recipient: r, key: &fileKey}
+		if _, ok := r.(age.RecipientWithLabels); ok {
+			wrapped[i] = keyCaptureLabels{c}
+		} else {
+			wrapped[i] = c
+		}
+	}
+	var hdr bytes.Buffer
+	// The returned writer is dropped unused: it holds nothing but the
+	// payload key, and what it would write (the payload) is written here.
+	if _, err := age.Encrypt(&hdr, wrapped...); err != nil {
+		return nil, err
+	}
+	if len(fileKey) == 0 || hdr.Len() < ageNonceSize {
+		return nil, errors.New("age did not wrap a file key")
+	}
+	nonce := hdr.Bytes()[hdr.Len()-ageNonceSize:]
+	key, err := hkdf.Key(sha256.New, fileKey, nonce, "payload", chacha20poly1305.KeySize)
+	clear(fileKey)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := chacha20poly1305.New(key)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dst.Write(hdr.Bytes()); err != nil {
+		return nil, err
+	}
+	return &ageEncrypter{dst: dst, aead: aead, plain: make([]byte, 0, ageBatch*ageChunk),
+		sealed: make([]byte, ageBatch*ageSealed), nonces: make([][chacha20poly1305.NonceSize]byte, ageBatch)}, nil
+}
+
+func (e *ageEncrypter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n := 0
+	for len(p) > 0 {
+		if len(e.plain) == cap(e.plain) {
+			// A full batch with more to come: none of it is the last chunk.
+			if e.err = e.flush(false); e.err != nil {
+				return n, e.err
+			}
+		}
+		m := copy(e.plain[len(e.plain):cap(e.plain)], p)
+		e.plain = e.plain[:len(e.plain)+m]
+		p, n = p[m:], n+m
+	}
+	return n, nil
+}
+
+// Close seals what is left, its last chunk marked as the last (an empty
+// stream is one empty last chunk).
+func (e *ageEncrypter) Close() error {
+	if e.err != nil {
+		return e.err
+	}
+	e.err = e.flush(true)
+	if e.err == nil {
+		e.err = errors.New("the encrypted stream is closed")
+		return nil
+	}
+	return e.err
+}
+
+func (e *ageEncrypter) flush(last bool) error {
+	k := (len(e.plain) + ageChunk - 1) / ageChunk
+	if k == 0 {
+		k = 1 // only at Close of an empty stream: one empty last chunk
+	}
+	for i := 0; i < k; i++ {
+		e.nonces[i] = e.nonce
+		incAgeNonce(&e.nonce)
+	}
+	if last {
+		e.nonces[k-1][chacha20poly1305.NonceSize-1] = 1
+	}
+	seal := func(from, to int) {
+		for i := from; i < to; i++ {
+			chunk := e.plain[i*ageChunk : min((i+1)*ageChunk, len(e.plain))]
+			e.aead.Seal(e.sealed[i*ageSealed:i*ageSealed], e.nonces[i][:], chunk, nil)
+		}
+	}
+	if k >= ageMinSplit {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seal(k/2, k)
+		}()
+		seal(0, k/2)
+		wg.Wait()
+	} else {
+		seal(0, k)
+	}
+	size := (k-1)*ageSealed + (len(e.plain) - (k-1)*ageChunk) + ageTag
+	if len(e.plain) == 0 {
+		size = ageTag
+	}
+	e.plain = e.plain[:0]
+	_, err := e.dst.Write(e.sealed[:size])
+	return err
 }

@@ -61,7 +61,7 @@ func dataDir(t *testing.T) string {
 	return d
 }
 
-func newIdentity(t *testing.T) *age.X25519Identity {
+func newIdentity(t testing.TB) *age.X25519Identity {
 	t.Helper()
 	id, err := age.GenerateX25519Identity()
 	if err != nil {

@@ -58,7 +58,7 @@ func newLayerWriter(dst io.Writer, recipients []age.Recipient) (*layerWriter, er
 	lw := &layerWriter{}
 	out := dst
 	if len(recipients) > 0 {
-		aw, err := age.Encrypt(dst, recipients...)
+		aw, err := newAgeEncrypter(dst, recipients...)
 		if err != nil {
 			return nil, fmt.Errorf("start encryption: %w", err)
 		}
