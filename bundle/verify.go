@@ -188,7 +188,9 @@ func (b *Bundle) OnePass() bool {
 		case l.Kind == LayerFiles:
 			if m := b.Metadata.Files; m == nil {
 				return false
-			} else if _, ok := b.FilesBounds(); !ok && m.Files+m.Dirs+m.Symlinks+m.HardLinks > 0 {
+			} else if bounds, ok := b.FilesBounds(); ok && !bounds.WithinLimits() {
+				return false // verified first: the entry beyond them is refused with its own reason
+			} else if !ok && m.Files+m.Dirs+m.Symlinks+m.HardLinks > 0 {
 				return false
 			}
 		case l.Kind == LayerDatabase, l.Kind == LayerResources:

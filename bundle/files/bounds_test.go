@@ -111,3 +111,28 @@ func TestRules_BoundsRefuseALargerEntry(t *testing.T) {
 		})
 	}
 }
+
+func TestBounds_WithinLimits(t *testing.T) {
+	for _, tc := range []struct {
+		b    Bounds
+		want bool
+	}{
+		{Bounds{LongestName: PathMax, LargestXattrs: [][2]int{{XattrNameMax, XattrValueMax}}}, true},
+		{Bounds{LongestName: PathMax + 1}, false},
+		{Bounds{LongestName: 1, LargestXattrs: [][2]int{{XattrNameMax + 1, 1}}}, false},
+		{Bounds{LongestName: 1, LargestXattrs: [][2]int{{10, XattrValueMax + 1}}}, false},
+		{Bounds{LongestName: 1, LargestXattrs: [][2]int{{0, 1}}}, false},
+		// 300 names of 254 bytes: each fits, their list (with NULs) does not.
+		{Bounds{LongestName: 1, LargestXattrs: func() [][2]int {
+			var s [][2]int
+			for range 300 {
+				s = append(s, [2]int{254, 1})
+			}
+			return s
+		}()}, false},
+	} {
+		if got := tc.b.WithinLimits(); got != tc.want {
+			t.Errorf("%d, %d xattrs: WithinLimits %v, want %v", tc.b.LongestName, len(tc.b.LargestXattrs), got, tc.want)
+		}
+	}
+}

@@ -60,6 +60,23 @@ type Bounds struct {
 	LargestXattrs [][2]int // (name, value) lengths of one entry
 }
 
+// WithinLimits reports whether the bounds fit what Linux allows one entry
+// (PATH_MAX, the xattr limits). Bounds beyond them only come from altered
+// metadata, and what exceeds them is refused entry by entry, with its reason.
+func (b Bounds) WithinLimits() bool {
+	if b.LongestName < 0 || b.LongestName > PathMax {
+		return false
+	}
+	list := 0
+	for _, s := range b.LargestXattrs {
+		if s[0] <= 0 || s[0] > XattrNameMax || s[1] < 0 || s[1] > XattrValueMax {
+			return false
+		}
+		list += s[0] + 1
+	}
+	return list <= XattrListMax
+}
+
 // MaxXattrBytes is the sum of the largest set's names and values.
 func (b Bounds) MaxXattrBytes() int64 {
 	var n int64

@@ -351,7 +351,7 @@ func hostileCases(t *testing.T) []hostileCase {
 		{name: "security xattr", entries: hostileTar(t, dir(cid, 0o755), withXattr("security.capability", 20)), exit: 7, message: "outside user.*"},
 		{name: "duplicate entries", entries: hostileTar(t, dir(cid, 0o755), reg(cid+"f", 4), reg(cid+"f", 4)), exit: 7, message: "the path appears twice"},
 		// Version games.
-		{name: "annotation 1.0.1, metadata 1.0.0", annotation: "1.0.1", exit: 5, message: "the manifest annotation says 1.0.1, the metadata says 1.0.0"},
+		{name: "annotation 1.0.1, metadata 1.0.0", annotation: "1.0.1", config: "1.0.0", exit: 5, message: "the manifest annotation says 1.0.1, the metadata says 1.0.0"},
 		{name: "unknown major", annotation: "2.0.0", config: "2.0.0", exit: 5, message: "bundle format version 2.0.0 is not supported"},
 		{name: "newer minor does not relax the files rules", annotation: "1.9.0", config: "1.9.0", entries: hostileTar(t, tar.Header{Name: "suid", Typeflag: tar.TypeReg, Mode: 0o4755, Size: 4}), exit: 7, message: "setuid, setgid or sticky bit"},
 		// Digest games.
