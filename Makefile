@@ -29,8 +29,9 @@ GOBUILD    := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 E2E_TIMEOUT ?= 75m
 # Parallel e2e subtests at once: most wait on child processes and servers.
 E2E_PARALLEL ?= 4
-# The e2e test run in a process of its own, beside the rest of the suite.
-E2E_APART    ?= TestPostgresMajors
+# The long self-contained e2e tests (their own databases, directories and
+# namespaces), run in a process of their own from the start, beside the rest.
+E2E_APART    ?= TestPostgresMajors|TestDist|TestHostileSQL_RefusedEverywhere
 FUZZ_TIME   ?= 10s
 # Targets that compile PostgreSQL's grammar (wasm) before their first input
 # spend 5-15 s (more on a loaded machine) of a coverage-instrumented process on it: they get longer.
@@ -115,13 +116,13 @@ test-fuzz: ## Run every fuzz target for FUZZ_TIME each; a failure prints its out
 
 .PHONY: test-e2e
 test-e2e: build $(GOTEST) ## Run integration and end-to-end tests (real PostgreSQL, registries, kube-apiserver, kubectl)
-	@# The PostgreSQL majors matrix (the longest test) runs in a process of its
-	@# own from the start, beside the rest of the suite, instead of waiting for
-	@# the sequential tests; its events join the stream when it ends.
+	@# The longest tests (E2E_APART) run in a process of their own from the
+	@# start, beside the rest of the suite, instead of waiting for the
+	@# sequential tests; their events join the stream when they end.
 	cd test && export KUBECTL_ASSISTED_BIN=$(BIN) KUBECTL_ASSISTED_VERSION=$(VERSION); \
 	  majors=$$(mktemp); \
-	  { go test -json -count=1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) -run '^$(E2E_APART)$$' ./e2e > $$majors 2>&1 & \
-	    go test -json -count=1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) -skip '^$(E2E_APART)$$' ./...; \
+	  { go test -json -count=1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) -run '^($(E2E_APART))$$' ./e2e > $$majors 2>&1 & \
+	    go test -json -count=1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) -skip '^($(E2E_APART))$$' ./...; \
 	    wait; cat $$majors; rm -f $$majors; } | $(GOTEST)
 
 .PHONY: bench
