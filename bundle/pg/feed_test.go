@@ -113,6 +113,19 @@ func TestFeedWithoutSpool(t *testing.T) {
 	data := testData(2*feedMemory, 4)
 	done := make(chan struct{})
 	go func() { pushAll(t, fd, data); close(done) }()
+	// The reader starts once the writer, its memory full, has tried the
+	// spool: otherwise a reader that keeps up never makes it try.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		f.mu.Lock()
+		tried := f.noSpool
+		f.mu.Unlock()
+		if tried {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the writer never tried the spool with its memory full")
+		}
+	}
 	got, err := io.ReadAll(fd.reader(context.Background()))
 	<-done
 	if err != nil || !bytes.Equal(got, data) || !f.noSpool || f.spilled != 0 {
