@@ -85,10 +85,7 @@ $(GOTEST): test/tools/gotest/main.go
 .PHONY: test-unit-fuzz
 test-unit-fuzz:
 	@$(MAKE) --no-print-directory test-unit
-	@# Beside the e2e suite the fuzz targets take only the CPU it leaves idle:
-	@# its tests mostly wait on servers, and fuzzing at the same priority slowed
-	@# them by about a sixth.
-	@nice -n 19 $(MAKE) --no-print-directory test-fuzz
+	@$(MAKE) --no-print-directory test-fuzz
 
 .PHONY: test-unit
 test-unit: $(GOTEST) ## Run the fast unit tests (no external components)
