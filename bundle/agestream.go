@@ -201,19 +201,7 @@ func (d *ageDecrypter) next() error {
 		d.nonces[len(d.chunks)-1][chacha20poly1305.NonceSize-1] = 1
 	}
 	k := len(d.chunks)
-	if k >= ageMinSplit {
-		half := k / 2
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d.open(half, k)
-		}()
-		d.open(0, half)
-		wg.Wait()
-	} else {
-		d.open(0, k)
-	}
+	inHalves(k, d.open)
 	d.plain = d.plain[:0]
 	for i := 0; i < k; i++ {
 		if d.errs[i] != nil {
@@ -233,6 +221,19 @@ func (d *ageDecrypter) next() error {
 	// moves it to the front once the batch is consumed.
 	d.carry = true
 	return nil
+}
+
+// inHalves runs f over chunks [0, k): the second half in another goroutine
+// when the batch is large enough to be worth it.
+func inHalves(k int, f func(from, to int)) {
+	if k < ageMinSplit {
+		f(0, k)
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { f(k/2, k) })
+	f(0, k/2)
+	wg.Wait()
 }
 
 // open authenticates and decrypts chunks [from, to) in place.
@@ -378,18 +379,7 @@ func (e *ageEncrypter) flush(last bool) error {
 			e.aead.Seal(e.sealed[i*ageSealed:i*ageSealed], e.nonces[i][:], chunk, nil)
 		}
 	}
-	if k >= ageMinSplit {
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			seal(k/2, k)
-		}()
-		seal(0, k/2)
-		wg.Wait()
-	} else {
-		seal(0, k)
-	}
+	inHalves(k, seal)
 	size := (k-1)*ageSealed + (len(e.plain) - (k-1)*ageChunk) + ageTag
 	if len(e.plain) == 0 {
 		size = ageTag

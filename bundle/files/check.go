@@ -159,7 +159,7 @@ func (v *validator) limits(hdr *tar.Header, name string) error {
 			return unsafe(ReasonBeyondBounds + fmt.Sprintf(" (%d bytes of extended attributes; the largest declared is %d)", one.MaxXattrBytes, b.MaxXattrBytes()))
 		}
 	}
-	v.sum.note(name, hdr.PAXRecords)
+	v.sum.noteBounds(one)
 	return nil
 }
 

@@ -98,9 +98,6 @@ func (b Bounds) Checked() *Summary {
 
 // note records an entry's clean name and its PAX records in the bounds.
 func (s *Summary) note(name string, pax map[string]string) {
-	if len(name) > s.LongestName {
-		s.LongestName = len(name)
-	}
 	var total int64
 	var sizes [][2]int
 	for k, val := range pax {
@@ -109,7 +106,13 @@ func (s *Summary) note(name string, pax map[string]string) {
 			sizes = append(sizes, [2]int{len(x), len(val)})
 		}
 	}
-	if total > s.MaxXattrBytes {
-		s.MaxXattrBytes, s.LargestXattrs = total, sizes
+	s.noteBounds(Summary{LongestName: len(name), MaxXattrBytes: total, LargestXattrs: sizes})
+}
+
+// noteBounds takes one entry's bounds (as note measured them) into s.
+func (s *Summary) noteBounds(one Summary) {
+	s.LongestName = max(s.LongestName, one.LongestName)
+	if one.MaxXattrBytes > s.MaxXattrBytes {
+		s.MaxXattrBytes, s.LargestXattrs = one.MaxXattrBytes, one.LargestXattrs
 	}
 }
