@@ -74,10 +74,14 @@ test: ## Run all tests: unit, fuzz (short), integration and end-to-end against r
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-e2e test-unit-fuzz; \
 	echo "== make test passed in $$(( $$(date +%s) - start )) s"
 
+# Compiling is what the build cache keeps; linking a test binary it does not:
+# `go test` links every binary again when it runs it. So this compiles every
+# package and test package (export data, no link): a warm run spends ~3 s
+# here instead of ~35 s linking ~45 binaries that would be linked again.
 .PHONY: test-compile
-test-compile: build $(GOTEST) ## Compile every test binary into the build cache (make test overlaps it with make tools)
-	@go test -count=1 -run '^$$' ./... | grep -v -e 'no tests to run' -e 'no test files' || true
-	@cd test && go test -count=1 -run '^$$' ./... | grep -v -e 'no tests to run' -e 'no test files' || true
+test-compile: build $(GOTEST) ## Compile every package and its tests into the build cache (make test overlaps it with make tools)
+	go list -test -export -deps ./... >/dev/null
+	cd test && go list -test -export -deps ./... >/dev/null
 
 $(GOTEST): test/tools/gotest/main.go
 	cd test && CGO_ENABLED=0 go build -o $(GOTEST) ./tools/gotest

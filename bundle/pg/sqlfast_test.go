@@ -260,7 +260,7 @@ func FuzzFastParse(f *testing.F) {
 	for _, o := range append(append([]object{}, goodPre...), goodPost...) {
 		f.Add(o.SQL)
 	}
-	grammarTree(f, "SELECT 1") // compile the grammar before the first input
+	warmParser(f)
 	f.Fuzz(func(t *testing.T, sql string) {
 		if len(sql) > 4096 {
 			return
@@ -277,7 +277,7 @@ func FuzzFastParseGenerated(f *testing.F) {
 	f.Add([]byte{0})
 	f.Add([]byte("some bytes to start from"))
 	f.Add(bytes.Repeat([]byte{1, 7, 3, 250, 9}, 40))
-	grammarTree(f, "SELECT 1")
+	warmParser(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := &stmtGen{data: data}
 		sql := g.statement()
