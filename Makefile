@@ -97,26 +97,8 @@ test-unit: $(GOTEST) ## Run the fast unit tests (no external components)
 
 .PHONY: test-fuzz
 test-fuzz: ## Run every fuzz target for FUZZ_TIME each; a failure prints its output and the reproducer
-	@targets=$$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^./test/' | xargs -r -n1 dirname | sort -u || true); \
-	failed=""; log=$$(mktemp); \
-	for d in $$targets; do \
-	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$d/*_test.go | sed 's/func //'); do \
-	    before=$$( (ls $$d/testdata/fuzz/$$f 2>/dev/null || true) | wc -l); \
-	    time=$(FUZZ_TIME); \
-	    if grep -h -A12 "^func $$f(" $$d/*_test.go | grep -q -e 'warmParser(' -e 'grammarTree(f'; then time=$(FUZZ_TIME_SLOW_START); fi; \
-	    if go test -run='^$$' -fuzz="^$$f$$" -fuzztime=$$time -parallel=$(FUZZ_PARALLEL) -fuzzminimizetime=$(FUZZ_MINIMIZE_TIME) $$d >$$log 2>&1; then \
-	      n=$$( (grep -o 'execs: [0-9]*' $$log || true) | tail -1 | sed 's/execs: //'); \
-	      echo "fuzz $$d $$f ($$time): ok, $${n:-no} inputs$${n:+}$$([ -n "$$n" ] || echo ' past the seed corpus: the time went to its baseline run (a loaded machine)')"; \
-	    elif [ "$$( (ls $$d/testdata/fuzz/$$f 2>/dev/null || true) | wc -l)" = "$$before" ] && grep -q '^ *context deadline exceeded$$' $$log && ! grep -q 'Failing input written' $$log; then \
-	      echo "fuzz $$d $$f ($$time): ok, $$(grep -o 'execs: [0-9]*' $$log | tail -1 | sed 's/execs: //') inputs; go $$(go env GOVERSION) ended it with 'context deadline exceeded' and no failing input: the fuzz coordinator's end-of-fuzztime race (golang/go#75804, fixed in go1.27), not a finding"; \
-	    else \
-	      echo "fuzz $$d $$f ($$time): FAILED"; sed 's/^/    /' $$log; \
-	      echo "    reproducer: $$(ls -t $$d/testdata/fuzz/$$f/* 2>/dev/null | head -1) (go test -run '$$f/<file name>' $$d)"; \
-	      failed="$$failed $$f"; \
-	    fi; \
-	  done; \
-	done; rm -f $$log; \
-	if [ -n "$$failed" ]; then echo "fuzz targets failed:$$failed"; exit 1; fi
+	@FUZZ_TIME=$(FUZZ_TIME) FUZZ_TIME_SLOW_START=$(FUZZ_TIME_SLOW_START) FUZZ_PARALLEL=$(FUZZ_PARALLEL) \
+	  FUZZ_MINIMIZE_TIME=$(FUZZ_MINIMIZE_TIME) test/tools/fuzz.sh
 
 .PHONY: test-e2e
 test-e2e: build $(GOTEST) ## Run integration and end-to-end tests (real PostgreSQL, registries, kube-apiserver, kubectl)
