@@ -410,9 +410,47 @@ func (p *fastParser) statement() node {
 		return p.alterTableAddConstraint()
 	case p.is("SELECT"):
 		return p.setval()
+	case p.is("COMMENT"):
+		return p.comment()
 	}
 	p.fail()
 	return nil
+}
+
+// comment reads COMMENT ON what IS 'text' | NULL, for the objects Dump
+// comments on: SCHEMA s, TABLE|SEQUENCE|INDEX s.n, COLUMN s.t.c and
+// CONSTRAINT c ON s.t.
+func (p *fastParser) comment() node {
+	p.expect("COMMENT", "ON")
+	b := node{}
+	switch {
+	case p.accept("SCHEMA"):
+		b["objtype"], b["object"] = "OBJECT_SCHEMA", fstring(p.name())
+	case p.is("TABLE") || p.is("SEQUENCE") || p.is("INDEX"):
+		b["objtype"] = "OBJECT_" + p.next().text
+		s, n := p.qualifiedName()
+		b["object"] = fnode("List", node{"items": fstrings(s, n)})
+	case p.accept("COLUMN"):
+		s, t := p.qualifiedName()
+		p.expect(".")
+		b["objtype"], b["object"] = "OBJECT_COLUMN", fnode("List", node{"items": fstrings(s, t, p.name())})
+	case p.accept("CONSTRAINT"):
+		c := p.name()
+		p.expect("ON")
+		s, t := p.qualifiedName()
+		b["objtype"], b["object"] = "OBJECT_TABCONSTRAINT", fnode("List", node{"items": fstrings(s, t, c)})
+	default:
+		p.fail()
+	}
+	p.expect("IS")
+	if !p.accept("NULL") {
+		t := p.next()
+		if t.kind != tkString {
+			p.fail()
+		}
+		b["comment"] = t.text
+	}
+	return fnode("CommentStmt", b)
 }
 
 // signedNumber reads a number with an optional minus, as the grammar's
@@ -450,33 +488,40 @@ func defElem(name string, arg any) node {
 	return fnode("DefElem", d)
 }
 
+// seqOption reads one sequence option (AS type, START WITH n, INCREMENT BY
+// n, MINVALUE n, MAXVALUE n, CACHE n, CYCLE, NO CYCLE), as CREATE SEQUENCE
+// and an identity column take them.
+func (p *fastParser) seqOption() node {
+	switch {
+	case p.accept("AS"):
+		return defElem("as", fnode("TypeName", p.simpleTypeName()))
+	case p.accept("START"):
+		p.expect("WITH")
+		return defElem("start", p.signedNumber())
+	case p.accept("INCREMENT"):
+		p.expect("BY")
+		return defElem("increment", p.signedNumber())
+	case p.accept("MINVALUE"):
+		return defElem("minvalue", p.signedNumber())
+	case p.accept("MAXVALUE"):
+		return defElem("maxvalue", p.signedNumber())
+	case p.accept("CACHE"):
+		return defElem("cache", p.signedNumber())
+	case p.accept("CYCLE"):
+		return defElem("cycle", fnode("Boolean", node{"boolval": true}))
+	case p.accept("NO"):
+		p.expect("CYCLE")
+		return defElem("cycle", fnode("Boolean", node{"boolval": false}))
+	}
+	p.fail()
+	return nil
+}
+
 func (p *fastParser) createSequence(persistence string) node {
 	schema, name := p.qualifiedName()
 	var opts []any
 	for p.pos < len(p.toks) {
-		switch {
-		case p.accept("AS"):
-			opts = append(opts, defElem("as", fnode("TypeName", p.simpleTypeName())))
-		case p.accept("START"):
-			p.expect("WITH")
-			opts = append(opts, defElem("start", p.signedNumber()))
-		case p.accept("INCREMENT"):
-			p.expect("BY")
-			opts = append(opts, defElem("increment", p.signedNumber()))
-		case p.accept("MINVALUE"):
-			opts = append(opts, defElem("minvalue", p.signedNumber()))
-		case p.accept("MAXVALUE"):
-			opts = append(opts, defElem("maxvalue", p.signedNumber()))
-		case p.accept("CACHE"):
-			opts = append(opts, defElem("cache", p.signedNumber()))
-		case p.accept("CYCLE"):
-			opts = append(opts, defElem("cycle", fnode("Boolean", node{"boolval": true})))
-		case p.accept("NO"):
-			p.expect("CYCLE")
-			opts = append(opts, defElem("cycle", fnode("Boolean", node{"boolval": false})))
-		default:
-			p.fail()
-		}
+		opts = append(opts, p.seqOption())
 	}
 	b := node{"sequence": rangeVarNode(schema, name, true, persistence)}
 	if len(opts) > 0 {
@@ -543,8 +588,11 @@ func (p *fastParser) columnDef() node {
 	col := p.name()
 	def := node{"colname": col, "typeName": p.typeName(), "is_local": true}
 	var cons []any
-	if p.accept("DEFAULT") {
+	switch {
+	case p.accept("DEFAULT"):
 		cons = append(cons, fnode("Constraint", node{"contype": "CONSTR_DEFAULT", "raw_expr": p.term()}))
+	case p.accept("GENERATED"):
+		cons = append(cons, fnode("Constraint", p.generated()))
 	}
 	if p.accept("NOT") {
 		p.expect("NULL")
@@ -554,6 +602,40 @@ func (p *fastParser) columnDef() node {
 		def["constraints"] = cons
 	}
 	return fnode("ColumnDef", def)
+}
+
+// generated reads what follows GENERATED in a column, as Dump writes it:
+// ALWAYS AS ( expr ) STORED, or ALWAYS | BY DEFAULT AS IDENTITY, optionally
+// with ( [SEQUENCE NAME s.n] options ).
+func (p *fastParser) generated() node {
+	when := "a"
+	if p.accept("BY") {
+		p.expect("DEFAULT")
+		when = "d"
+	} else {
+		p.expect("ALWAYS")
+	}
+	p.expect("AS")
+	if when == "a" && p.accept("(") {
+		e := p.expr()
+		p.expect(")", "STORED")
+		return node{"contype": "CONSTR_GENERATED", "generated_when": when, "raw_expr": e}
+	}
+	p.expect("IDENTITY")
+	k := node{"contype": "CONSTR_IDENTITY", "generated_when": when}
+	if p.accept("(") {
+		var opts []any
+		if p.accept("SEQUENCE") {
+			p.expect("NAME")
+			s, n := p.qualifiedName()
+			opts = append(opts, defElem("sequence_name", fnode("List", node{"items": fstrings(s, n)})))
+		}
+		for len(opts) == 0 || !p.accept(")") {
+			opts = append(opts, p.seqOption())
+		}
+		k["options"] = opts
+	}
+	return k
 }
 
 // storageOptions reads ( name='value', toast.name='value', ... ).
@@ -692,7 +774,7 @@ func (p *fastParser) createIndex() node {
 	p.expect("(")
 	var params []any
 	for {
-		params = append(params, fnode("IndexElem", node{"name": p.name(), "ordering": "SORTBY_DEFAULT", "nulls_ordering": "SORTBY_NULLS_DEFAULT"}))
+		params = append(params, p.indexElem())
 		if p.accept(")") {
 			break
 		}
@@ -706,6 +788,22 @@ func (p *fastParser) createIndex() node {
 		b["unique"] = true
 	}
 	return fnode("IndexStmt", b)
+}
+
+// indexElem reads one key of an index: a column, a call (no cast after it:
+// the grammar wants parentheses then) or ( expr ).
+func (p *fastParser) indexElem() node {
+	b := node{"ordering": "SORTBY_DEFAULT", "nulls_ordering": "SORTBY_NULLS_DEFAULT"}
+	switch {
+	case p.accept("("):
+		b["expr"] = p.expr()
+		p.expect(")")
+	case p.peekIs(1, "(") || p.peekIs(1, "."):
+		b["expr"] = p.call()
+	default:
+		b["name"] = p.name()
+	}
+	return fnode("IndexElem", b)
 }
 
 func (p *fastParser) setval() node {
@@ -929,7 +1027,7 @@ var arithmeticOps = setOf("+", "-", "*", "/", "||")
 //	term cmp ANY ( expr )
 //	term AND term [AND term ...] (likewise OR)
 //	NOT term
-//	term IS [NOT] NULL
+//	term IS [NOT] NULL | TRUE | FALSE
 func (p *fastParser) expr() node {
 	p.depth++
 	if p.depth > maxFastDepth {
@@ -955,6 +1053,12 @@ func (p *fastParser) expr() node {
 	case p.is("AND") || p.is("OR"):
 		op := t.text
 		args := []any{left}
+		// The grammar flattens on sight: a left operand that is itself an
+		// op chain, even in parentheses, takes the right one into its list
+		// (gram.y makeAndExpr, makeOrExpr).
+		if l, ok := left["BoolExpr"].(node); ok && l["boolop"] == op+"_EXPR" {
+			args = append([]any(nil), l["args"].([]any)...)
+		}
 		for p.accept(op) {
 			args = append(args, p.term())
 		}
@@ -964,12 +1068,19 @@ func (p *fastParser) expr() node {
 		return fnode("BoolExpr", node{"boolop": op + "_EXPR", "args": args})
 	case p.is("IS"):
 		p.next()
-		test := "IS_NULL"
+		not := ""
 		if p.accept("NOT") {
-			test = "IS_NOT_NULL"
+			not = "NOT_"
 		}
-		p.expect("NULL")
-		return fnode("NullTest", node{"arg": left, "nulltesttype": test})
+		switch {
+		case p.accept("NULL"):
+			return fnode("NullTest", node{"arg": left, "nulltesttype": "IS_" + not + "NULL"})
+		case p.accept("TRUE"):
+			return fnode("BooleanTest", node{"arg": left, "booltesttype": "IS_" + not + "TRUE"})
+		case p.accept("FALSE"):
+			return fnode("BooleanTest", node{"arg": left, "booltesttype": "IS_" + not + "FALSE"})
+		}
+		p.fail()
 	}
 	return left
 }
@@ -1016,30 +1127,10 @@ func (p *fastParser) term() node {
 	case t.kind == tkString || t.kind == tkNumber || t.kind == tkWord && (t.text == "true" || t.text == "false" || t.text == "NULL"):
 		e = p.constant()
 	case p.isName():
-		first := p.name()
-		names := []string{first}
-		if p.accept(".") {
-			names = append(names, p.name())
-			if !p.is("(") {
-				p.fail() // qualified column references: left to the real parser
-			}
-		}
-		if p.accept("(") {
-			call := node{"funcname": fstrings(names...), "funcformat": "COERCE_EXPLICIT_CALL"}
-			if !p.accept(")") {
-				var args []any
-				for {
-					args = append(args, p.expr())
-					if p.accept(")") {
-						break
-					}
-					p.expect(",")
-				}
-				call["args"] = args
-			}
-			e = fnode("FuncCall", call)
+		if p.peekIs(1, "(") || p.peekIs(1, ".") {
+			e = p.call()
 		} else {
-			e = fnode("ColumnRef", node{"fields": fstrings(first)})
+			e = fnode("ColumnRef", node{"fields": fstrings(p.name())})
 		}
 	default:
 		p.fail()
@@ -1051,4 +1142,27 @@ func (p *fastParser) term() node {
 		p.fail() // subscripts and field selection: left to the real parser
 	}
 	return e
+}
+
+// call reads name(args) or schema.name(args); a qualified name not followed
+// by ( (a column of a table) is left to the real parser.
+func (p *fastParser) call() node {
+	names := []string{p.name()}
+	if p.accept(".") {
+		names = append(names, p.name())
+	}
+	p.expect("(")
+	call := node{"funcname": fstrings(names...), "funcformat": "COERCE_EXPLICIT_CALL"}
+	if !p.accept(")") {
+		var args []any
+		for {
+			args = append(args, p.expr())
+			if p.accept(")") {
+				break
+			}
+			p.expect(",")
+		}
+		call["args"] = args
+	}
+	return fnode("FuncCall", call)
 }
