@@ -34,7 +34,7 @@ type BlobOptions struct {
 	// SpoolFile is a file to create and write the blob to as it is
 	// produced; a registry upload then reads from it (see Spool in the
 	// bundle package), and resends from it after a failure. Empty streams
-	// through memory: at most two upload chunks are held. Local targets
+	// through memory: at most memChunks upload chunks are held. Local targets
 	// write their own file and ignore it.
 	SpoolFile string
 	// OnUpload is called with the number of bytes the target just took.
@@ -70,8 +70,13 @@ func (h *hashWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// memChunks is how many chunks a memBlob holds: one being filled, one being
+// sent and one filled ahead, so the producer does not wait for every PATCH.
+const memChunks = 3
+
 // memBlob streams a blob to a registry from memory: chunks of
-// DefaultChunkSize, two in flight, hashed and sent by the upload goroutine.
+// DefaultChunkSize, memChunks at a time, sent in order by the upload
+// goroutine and hashed beside the PATCH that sends them.
 // A chunk that fails is resent from the offset the registry reports; a
 // session the registry dropped cannot be replayed (the bytes are gone).
 type memBlob struct {
@@ -101,9 +106,11 @@ func newMemBlob(ctx context.Context, repo *remote.Repository, mediaType string, 
 		chunk = DefaultChunkSize
 	}
 	chunk = max(chunk, u.minChunk)
-	b := &memBlob{u: u, abort: abort, mediaType: mediaType, onUpload: opts.OnUpload, free: make(chan []byte, 2), full: make(chan []byte, 2),
+	b := &memBlob{u: u, abort: abort, mediaType: mediaType, onUpload: opts.OnUpload, free: make(chan []byte, memChunks), full: make(chan []byte, memChunks),
 		failed: make(chan struct{}), done: make(chan struct{}), h: sha256.New()}
-	b.free <- make([]byte, 0, chunk)
+	for range memChunks - 1 {
+		b.free <- make([]byte, 0, chunk)
+	}
 	b.cur = make([]byte, 0, chunk)
 	go b.run()
 	return b, nil
@@ -113,10 +120,18 @@ func (b *memBlob) run() {
 	defer close(b.done)
 	for c := range b.full {
 		if b.uerr == nil {
-			b.h.Write(c)
+			// The hash and the PATCH only read c: they run side by side,
+			// and the next chunk waits for both (the hash stays in order).
+			hashed := make(chan struct{})
+			go func() {
+				b.h.Write(c)
+				close(hashed)
+			}()
 			start := b.size
 			b.size += int64(len(c))
-			if err := b.u.patch(memBody{data: c, start: start}); err != nil {
+			err := b.u.patch(memBody{data: c, start: start})
+			<-hashed
+			if err != nil {
 				b.uerr = err
 				close(b.failed)
 			} else if b.onUpload != nil {

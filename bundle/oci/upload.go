@@ -20,7 +20,7 @@ import (
 )
 
 // DefaultChunkSize is the size of one PATCH of an upload streamed from memory.
-// Registries backed by object stores need at least 5 MiB per chunk; two
+// Registries backed by object stores need at least 5 MiB per chunk; memChunks
 // chunks are in memory at a time.
 const DefaultChunkSize = 8 << 20
 
