@@ -246,6 +246,9 @@ func TestFastParse_CheckerRefusesTheSameAsWithTheGrammar(t *testing.T) {
 	hostile := []object{
 		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "public"."t" ("a" text DEFAULT pg_read_file('/etc/passwd'))`},
 		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "public"."t" ("a" text DEFAULT pg_catalog.pg_terminate_backend(1))`},
+		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "public"."t" ("a" text GENERATED ALWAYS AS (pg_read_file('/etc/passwd')) STORED)`},
+		{Kind: "INDEX", Schema: "public", Name: "i", SQL: `CREATE INDEX i ON public.t USING btree (pg_catalog.pg_terminate_backend(1))`},
+		{Kind: "COMMENT", Schema: "public", Name: "t", SQL: `COMMENT ON TABLE "pg_catalog"."pg_class" IS 'x'`},
 		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "pg_catalog"."t" ("a" text)`},
 		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "public"."t" ("a" public.pg_authid)`},
 		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "public"."other" ("a" text)`},
