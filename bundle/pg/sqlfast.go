@@ -349,6 +349,18 @@ func (p *fastParser) name() string {
 	return ""
 }
 
+// list reads items separated by commas up to the closing ")"; the caller
+// has read the "(".
+func (p *fastParser) list(item func()) {
+	for {
+		item()
+		if p.accept(")") {
+			return
+		}
+		p.expect(",")
+	}
+}
+
 func (p *fastParser) isName() bool {
 	t := p.peek()
 	return t.kind == tkQuoted || t.kind == tkWord && allLower(t.text) && !nonUnreservedKeywords[t.text]
@@ -548,20 +560,15 @@ func (p *fastParser) createTable(persistence string) node {
 	schema, name := p.qualifiedName()
 	p.expect("(")
 	var elts []any
-	for {
-		if p.is("CONSTRAINT") {
-			p.next()
+	p.list(func() {
+		if p.accept("CONSTRAINT") {
 			conname := p.name()
 			p.expect("CHECK")
 			elts = append(elts, fnode("Constraint", p.checkBody(conname)))
 		} else {
 			elts = append(elts, p.columnDef())
 		}
-		if p.accept(")") {
-			break
-		}
-		p.expect(",")
-	}
+	})
 	b := node{"relation": rangeVarNode(schema, name, true, persistence), "oncommit": "ONCOMMIT_NOOP"}
 	if len(elts) > 0 {
 		b["tableElts"] = elts
@@ -642,7 +649,7 @@ func (p *fastParser) generated() node {
 func (p *fastParser) storageOptions() []any {
 	p.expect("(")
 	var opts []any
-	for {
+	p.list(func() {
 		t := p.next()
 		if t.kind != tkWord || !allLower(t.text) {
 			p.fail()
@@ -665,24 +672,16 @@ func (p *fastParser) storageOptions() []any {
 		}
 		d["arg"] = fstring(v.text)
 		opts = append(opts, fnode("DefElem", d))
-		if p.accept(")") {
-			return opts
-		}
-		p.expect(",")
-	}
+	})
+	return opts
 }
 
 // nameList reads ( name, ... ).
 func (p *fastParser) nameList() []any {
 	p.expect("(")
 	var out []string
-	for {
-		out = append(out, p.name())
-		if p.accept(")") {
-			return fstrings(out...)
-		}
-		p.expect(",")
-	}
+	p.list(func() { out = append(out, p.name()) })
+	return fstrings(out...)
 }
 
 var fkActions = map[string]string{"NO ACTION": "a", "RESTRICT": "r", "CASCADE": "c", "SET NULL": "n", "SET DEFAULT": "d"}
@@ -773,13 +772,7 @@ func (p *fastParser) createIndex() node {
 	method := p.name()
 	p.expect("(")
 	var params []any
-	for {
-		params = append(params, p.indexElem())
-		if p.accept(")") {
-			break
-		}
-		p.expect(",")
-	}
+	p.list(func() { params = append(params, p.indexElem()) })
 	b := node{"idxname": idx, "relation": rangeVarNode(schema, name, inh, "p"), "accessMethod": method, "indexParams": params}
 	if p.accept("WHERE") {
 		b["whereClause"] = p.term()
@@ -999,7 +992,7 @@ func (p *fastParser) wordsAhead(words []string) bool {
 func (p *fastParser) typmods() []any {
 	p.expect("(")
 	var out []any
-	for {
+	p.list(func() {
 		t := p.next()
 		if t.kind != tkNumber || strings.Contains(t.text, ".") {
 			p.fail()
@@ -1008,11 +1001,8 @@ func (p *fastParser) typmods() []any {
 			p.fail()
 		}
 		out = append(out, numberConst(t.text))
-		if p.accept(")") {
-			return out
-		}
-		p.expect(",")
-	}
+	})
+	return out
 }
 
 const maxFastDepth = 64
@@ -1155,13 +1145,7 @@ func (p *fastParser) call() node {
 	call := node{"funcname": fstrings(names...), "funcformat": "COERCE_EXPLICIT_CALL"}
 	if !p.accept(")") {
 		var args []any
-		for {
-			args = append(args, p.expr())
-			if p.accept(")") {
-				break
-			}
-			p.expect(",")
-		}
+		p.list(func() { args = append(args, p.expr()) })
 		call["args"] = args
 	}
 	return fnode("FuncCall", call)
