@@ -177,6 +177,13 @@ func (c *ddlChecker) checkList(member string, objs []object) error {
 		if !kinds[o.Kind] {
 			return fail(fmt.Errorf("%q entries are not allowed in %s", o.Kind, member))
 		}
+		// A statement whose leading words fix a type the entry cannot hold
+		// is refused without its tree (sqlfast.go, fastStatementType).
+		if typ, ok := fastStatementType(o.SQL); ok {
+			if err := entryHolds(o.Kind, typ); err != nil {
+				return fail(err)
+			}
+		}
 		stmt, err := parseOne(o.SQL)
 		if err != nil {
 			return fail(err)
@@ -201,67 +208,66 @@ func (c *ddlChecker) checkStatement(o object, stmt node) error {
 	if !ok {
 		return errors.New("the statement cannot be parsed")
 	}
-	want := func(types ...string) error {
-		for _, t := range types {
-			if typ == t {
-				return nil
-			}
-		}
-		return fmt.Errorf("a %s statement is not allowed in a %q entry", statementName(typ), o.Kind)
+	if err := entryHolds(o.Kind, typ); err != nil {
+		return err
 	}
 	switch o.Kind {
 	case "SCHEMA":
-		if err := want("CreateSchemaStmt"); err != nil {
-			return err
-		}
 		return c.createSchema(o, body)
 	case "EXTENSION":
-		if err := want("CreateExtensionStmt"); err != nil {
-			return err
-		}
 		return c.createExtension(o, body)
 	case "TYPE":
-		if err := want("CreateEnumStmt", "CreateDomainStmt", "CreateRangeStmt", "CompositeTypeStmt", "AlterDomainStmt", "CommentStmt"); err != nil {
-			return err
-		}
 		return c.typeStatement(o, typ, body)
 	case "SEQUENCE":
-		if err := want("CreateSeqStmt"); err != nil {
-			return err
-		}
 		return c.createSequence(o, body)
 	case "TABLE":
-		if err := want("CreateStmt"); err != nil {
-			return err
-		}
 		return c.createTable(o, body)
 	case "TABLE OPTION", "CHECK CONSTRAINT", "CONSTRAINT", "FK CONSTRAINT", "CLUSTER", "REPLICA IDENTITY":
-		if err := want("AlterTableStmt"); err != nil {
-			return err
-		}
 		return c.alterTable(o, body)
 	case "SEQUENCE OWNED BY":
-		if err := want("AlterSeqStmt"); err != nil {
-			return err
-		}
 		return c.ownedBy(body)
 	case "COMMENT":
-		if err := want("CommentStmt"); err != nil {
-			return err
-		}
 		return c.comment(body)
 	case "INDEX":
-		if err := want("IndexStmt"); err != nil {
-			return err
-		}
 		return c.createIndex(o, body)
 	case "SEQUENCE SET":
-		if err := want("SelectStmt"); err != nil {
-			return err
-		}
 		return c.setval(body)
 	}
 	return fmt.Errorf("unknown entry kind %q", o.Kind)
+}
+
+// entryStatements are the statement types (parse-tree node names) each kind
+// of entry may hold.
+var entryStatements = map[string][]string{
+	"SCHEMA":            {"CreateSchemaStmt"},
+	"EXTENSION":         {"CreateExtensionStmt"},
+	"TYPE":              {"CreateEnumStmt", "CreateDomainStmt", "CreateRangeStmt", "CompositeTypeStmt", "AlterDomainStmt", "CommentStmt"},
+	"SEQUENCE":          {"CreateSeqStmt"},
+	"TABLE":             {"CreateStmt"},
+	"TABLE OPTION":      {"AlterTableStmt"},
+	"CHECK CONSTRAINT":  {"AlterTableStmt"},
+	"CONSTRAINT":        {"AlterTableStmt"},
+	"FK CONSTRAINT":     {"AlterTableStmt"},
+	"CLUSTER":           {"AlterTableStmt"},
+	"REPLICA IDENTITY":  {"AlterTableStmt"},
+	"SEQUENCE OWNED BY": {"AlterSeqStmt"},
+	"COMMENT":           {"CommentStmt"},
+	"INDEX":             {"IndexStmt"},
+	"SEQUENCE SET":      {"SelectStmt"},
+}
+
+// entryHolds refuses a statement of type typ in an entry of kind.
+func entryHolds(kind, typ string) error {
+	types, ok := entryStatements[kind]
+	if !ok {
+		return fmt.Errorf("unknown entry kind %q", kind)
+	}
+	for _, t := range types {
+		if typ == t {
+			return nil
+		}
+	}
+	return fmt.Errorf("a %s statement is not allowed in a %q entry", statementName(typ), kind)
 }
 
 // statementName turns a parse node name into words for messages:

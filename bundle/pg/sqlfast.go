@@ -21,6 +21,9 @@ import (
 // does not recognise exactly (another statement, another spelling, a comment,
 // a newline, an escape, a keyword where a name is expected, an operator it
 // does not know, an ambiguous precedence) it leaves to the real parser.
+// Beside it, fastStatementType names a statement's type from its leading
+// words alone, for the few beginnings that fix it, so that the checker can
+// refuse a type the entry cannot hold; it too decides nothing itself.
 //
 // That the trees are the real parser's is tested, not assumed:
 // TestFastParse_SameTreeAsPostgreSQL and FuzzFastParse compare every tree
@@ -412,6 +415,8 @@ func (p *fastParser) statement() node {
 			return p.createTable(persistence)
 		case p.is("UNIQUE") || p.is("INDEX"):
 			return p.createIndex()
+		case p.accept("EXTENSION"):
+			return p.createExtension()
 		}
 	case p.is("ALTER"):
 		p.next()
@@ -420,8 +425,8 @@ func (p *fastParser) statement() node {
 		}
 		p.expect("TABLE")
 		return p.alterTableAddConstraint()
-	case p.is("SELECT"):
-		return p.setval()
+	case p.accept("SELECT"):
+		return p.selectCall()
 	case p.is("COMMENT"):
 		return p.comment()
 	}
@@ -436,8 +441,9 @@ func (p *fastParser) comment() node {
 	p.expect("COMMENT", "ON")
 	b := node{}
 	switch {
-	case p.accept("SCHEMA"):
-		b["objtype"], b["object"] = "OBJECT_SCHEMA", fstring(p.name())
+	case p.is("SCHEMA") || p.is("ROLE"):
+		b["objtype"] = "OBJECT_" + p.next().text
+		b["object"] = fstring(p.name())
 	case p.is("TABLE") || p.is("SEQUENCE") || p.is("INDEX"):
 		b["objtype"] = "OBJECT_" + p.next().text
 		s, n := p.qualifiedName()
@@ -595,15 +601,23 @@ func (p *fastParser) columnDef() node {
 	col := p.name()
 	def := node{"colname": col, "typeName": p.typeName(), "is_local": true}
 	var cons []any
-	switch {
-	case p.accept("DEFAULT"):
-		cons = append(cons, fnode("Constraint", node{"contype": "CONSTR_DEFAULT", "raw_expr": p.term()}))
-	case p.accept("GENERATED"):
-		cons = append(cons, fnode("Constraint", p.generated()))
-	}
-	if p.accept("NOT") {
-		p.expect("NULL")
-		cons = append(cons, fnode("Constraint", node{"contype": "CONSTR_NOTNULL"}))
+	for {
+		var k node
+		switch {
+		case p.accept("DEFAULT"):
+			k = node{"contype": "CONSTR_DEFAULT", "raw_expr": p.term()}
+		case p.accept("GENERATED"):
+			k = p.generated()
+		case p.accept("NOT"):
+			p.expect("NULL")
+			k = node{"contype": "CONSTR_NOTNULL"}
+		case p.accept("CHECK"):
+			k = p.checkBody("")
+		}
+		if k == nil {
+			break
+		}
+		cons = append(cons, fnode("Constraint", k))
 	}
 	if len(cons) > 0 {
 		def["constraints"] = cons
@@ -799,41 +813,25 @@ func (p *fastParser) indexElem() node {
 	return fnode("IndexElem", b)
 }
 
-func (p *fastParser) setval() node {
-	p.expect("SELECT")
-	if p.next().text != "pg_catalog" {
-		p.fail()
-	}
-	p.expect(".")
-	if t := p.next(); t.kind != tkWord || t.text != "setval" {
-		p.fail()
-	}
-	p.expect("(")
-	seq := p.next()
-	if seq.kind != tkString {
-		p.fail()
-	}
-	p.expect(",")
-	num := p.next()
-	if num.kind != tkNumber || strings.Contains(num.text, ".") {
-		p.fail()
-	}
-	p.expect(",")
-	if t := p.peek(); t.kind != tkWord || t.text != "true" && t.text != "false" {
-		p.fail()
-	}
-	called := p.constant()
-	p.expect(")")
-	call := fnode("FuncCall", node{
-		"funcname":   fstrings("pg_catalog", "setval"),
-		"args":       []any{stringConst(seq.text), numberConst(num.text), called},
-		"funcformat": "COERCE_EXPLICIT_CALL",
-	})
+// selectCall reads what follows SELECT in SELECT f(args) or SELECT
+// s.f(args): Dump's pg_catalog.setval, and any other lone call, whose tree
+// the checker then refuses.
+func (p *fastParser) selectCall() node {
 	return fnode("SelectStmt", node{
-		"targetList":  []any{fnode("ResTarget", node{"val": call})},
+		"targetList":  []any{fnode("ResTarget", node{"val": p.call()})},
 		"limitOption": "LIMIT_OPTION_DEFAULT",
 		"op":          "SETOP_NONE",
 	})
+}
+
+// createExtension reads what follows CREATE EXTENSION as Dump writes it:
+// IF NOT EXISTS name WITH SCHEMA name.
+func (p *fastParser) createExtension() node {
+	p.expect("IF", "NOT", "EXISTS")
+	ext := p.name()
+	p.expect("WITH", "SCHEMA")
+	schema := fnode("DefElem", node{"defname": "schema", "arg": fstring(p.name()), "defaction": "DEFELEM_UNSPEC"})
+	return fnode("CreateExtensionStmt", node{"extname": ext, "if_not_exists": true, "options": []any{schema}})
 }
 
 func stringConst(s string) node { return fnode("A_Const", node{"sval": node{"sval": s}}) }
@@ -1149,4 +1147,100 @@ func (p *fastParser) call() node {
 		call["args"] = args
 	}
 	return fnode("FuncCall", call)
+}
+
+// fastStatementType names the type of the statement PostgreSQL's grammar
+// builds from sql, when the leading words alone decide it, without parsing
+// the rest: the checker refuses a type its entry cannot hold before the
+// grammar is compiled (a hostile stream's statements are mostly of such
+// types). It holds only where the text is in the narrow spelling (so it is
+// one statement: no semicolon, no comment) and for these beginnings, each
+// of which the grammar (gram.y) builds into one type only, whatever follows,
+// when the rest parses at all:
+//
+//	COPY                                     CopyStmt
+//	DO                                       DoStmt
+//	ALTER SYSTEM                             AlterSystemStmt
+//	SET ROLE, SET SESSION                    VariableSetStmt
+//	GRANT ... ON ... (ON before any TO)      GrantStmt (GRANT roles TO ... has no ON before TO)
+//	CREATE ROLE                              CreateRoleStmt
+//	CREATE [OR REPLACE] FUNCTION|PROCEDURE   CreateFunctionStmt
+//	CREATE [OR REPLACE] [CONSTRAINT] TRIGGER CreateTrigStmt
+//	CREATE EVENT TRIGGER                     CreateEventTrigStmt
+//	CREATE TABLE name[.name] AS              CreateTableAsStmt
+//
+// A statement that does not parse is refused by the grammar anyway; this
+// only names the refusal by its type instead. TestFastStatementType and
+// FuzzFastParse compare every type it names with the grammar's.
+func fastStatementType(sql string) (typ string, ok bool) {
+	if !utf8.ValidString(sql) {
+		return "", false
+	}
+	toks, ok := fastLex(sql)
+	if !ok || len(toks) == 0 {
+		return "", false
+	}
+	p := &fastParser{toks: toks}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, is := r.(errFast); !is {
+				panic(r)
+			}
+			typ, ok = "", false
+		}
+	}()
+	return p.statementType(), true
+}
+
+func (p *fastParser) statementType() string {
+	switch {
+	case p.accept("COPY"):
+		return "CopyStmt"
+	case p.accept("DO"):
+		return "DoStmt"
+	case p.accept("ALTER"):
+		p.expect("SYSTEM")
+		return "AlterSystemStmt"
+	case p.accept("SET"):
+		if p.is("ROLE") || p.is("SESSION") {
+			return "VariableSetStmt"
+		}
+	case p.accept("GRANT"):
+		for _, t := range p.toks[p.pos:] {
+			if t.kind != tkWord {
+				continue
+			}
+			switch strings.ToUpper(t.text) {
+			case "ON":
+				return "GrantStmt"
+			case "TO":
+				p.fail()
+			}
+		}
+	case p.accept("CREATE"):
+		orReplace := p.accept("OR")
+		if orReplace {
+			p.expect("REPLACE")
+		}
+		switch {
+		case p.is("FUNCTION") || p.is("PROCEDURE"):
+			return "CreateFunctionStmt"
+		case p.is("TRIGGER") || p.is("CONSTRAINT") && p.peekIs(1, "TRIGGER"):
+			return "CreateTrigStmt"
+		case orReplace:
+		case p.is("ROLE"):
+			return "CreateRoleStmt"
+		case p.is("EVENT") && p.peekIs(1, "TRIGGER"):
+			return "CreateEventTrigStmt"
+		case p.accept("TABLE"):
+			p.name()
+			if p.accept(".") {
+				p.name()
+			}
+			p.expect("AS")
+			return "CreateTableAsStmt"
+		}
+	}
+	p.fail()
+	return ""
 }

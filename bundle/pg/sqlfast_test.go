@@ -126,6 +126,16 @@ var dumpedStatements = []string{
 	`ALTER TABLE "public"."t" ADD CONSTRAINT "c" CHECK ((((a IS NULL) AND (b > 0)) AND (c IS NULL) AND d))`,
 	`ALTER TABLE "public"."t" ADD CONSTRAINT "c" CHECK (((a OR b) OR (c OR d)))`,
 	`CREATE UNIQUE INDEX i ON public.t USING btree (a, public.f(b, 1), ((c + 1))) WHERE ((d IS NOT FALSE) AND (e IS NOT TRUE) AND (f IS FALSE))`,
+	// extensions, as Dump writes them (dump.go)
+	`CREATE EXTENSION IF NOT EXISTS "citext" WITH SCHEMA "public"`,
+	`CREATE EXTENSION IF NOT EXISTS "Odd Ext" WITH SCHEMA "Mixed Schema"`,
+	// shapes Dump does not write but a hostile stream may, taken so that
+	// the checker refuses them without compiling the grammar
+	`COMMENT ON ROLE postgres IS 'owned'`,
+	`SELECT pg_catalog.set_config('role', 'postgres', false)`,
+	`SELECT setval('"public"."s"', 1, true)`,
+	`SELECT now()`,
+	`CREATE TABLE "public"."t" ("a" text CHECK ((length(a) > 0)), "b" integer NOT NULL CHECK ((b > 0)) DEFAULT 1, "c" text DEFAULT 'x'::text NOT NULL NOT NULL)`,
 }
 
 // TestFastParse_SameTreeAsPostgreSQL: every statement of the corpus is
@@ -216,14 +226,19 @@ func TestFastParse_LeavesTheRestToTheGrammar(t *testing.T) {
 		`COMMENT ON TABLE "public"."t" IS E'x'`,
 		`COMMENT ON TABLE "t" IS 'x'`,
 		`COMMENT ON COLUMN "public"."t" IS 'x'`,
-		`COMMENT ON ROLE postgres IS 'x'`,
 		`COMMENT ON CONSTRAINT "c" ON DOMAIN "public"."d" IS 'x'`,
 		`COMMENT ON FUNCTION "public"."f"() IS 'x'`,
 		`CREATE INDEX i ON public.t USING btree (a) INCLUDE (b)`,
 		`CREATE INDEX CONCURRENTLY i ON public.t USING btree (a)`,
-		`SELECT pg_catalog.setval('"public"."s"', 1, 1)`,
+		`CREATE EXTENSION "citext" WITH SCHEMA "public"`,
+		`CREATE EXTENSION IF NOT EXISTS "citext" WITH SCHEMA "public" VERSION '1.6'`,
+		`CREATE EXTENSION IF NOT EXISTS "citext" SCHEMA "public"`,
+		`SELECT pg_catalog.setval('"public"."s"', 1, true) FROM public.t`,
+		`SELECT pg_catalog.set_config('role', 'postgres', false)::text`,
+		`SELECT 1`,
+		`CREATE TABLE "public"."t" ("a" text CHECK (a > 0) NO INHERIT)`,
+		`CREATE TABLE "public"."t" ("a" text NULL)`,
 		`SELECT pg_catalog.setval('"public"."s"', -1, true)`,
-		`SELECT setval('"public"."s"', 1, true)`,
 	} {
 		if sql == `CREATE TABLE "public"."t" ("a" text DEFAULT pg_read_file('/etc/passwd'))` {
 			// A function call is a shape the fast path takes; the checker
@@ -256,6 +271,13 @@ func TestFastParse_CheckerRefusesTheSameAsWithTheGrammar(t *testing.T) {
 		{Kind: "INDEX", Schema: "public", Name: "i", SQL: `CREATE INDEX i ON pg_catalog.pg_class USING btree (relname)`},
 		{Kind: "SEQUENCE SET", Schema: "public", Name: "s", SQL: `SELECT pg_catalog.setval('"pg_catalog"."x"', 1, true)`},
 		{Kind: "CONSTRAINT", Schema: "public", Name: "fk", SQL: `ALTER TABLE ONLY "public"."t" ADD CONSTRAINT "fk" FOREIGN KEY (a) REFERENCES pg_catalog.pg_authid(oid)`},
+		{Kind: "COMMENT", Schema: "public", Name: "t", SQL: `COMMENT ON ROLE postgres IS 'owned'`},
+		{Kind: "SEQUENCE SET", Schema: "public", Name: "s", SQL: `SELECT pg_catalog.set_config('role', 'postgres', false)`},
+		{Kind: "SEQUENCE SET", Schema: "public", Name: "s", SQL: `SELECT pg_catalog.setval('"public"."s"', 1, 1)`},
+		{Kind: "SEQUENCE SET", Schema: "public", Name: "s", SQL: `SELECT setval('"public"."s"', 1, true)`},
+		{Kind: "EXTENSION", Schema: "public", Name: "dblink", SQL: `CREATE EXTENSION IF NOT EXISTS "dblink" WITH SCHEMA "public"`},
+		{Kind: "EXTENSION", Schema: "public", Name: "citext", SQL: `CREATE EXTENSION IF NOT EXISTS "citext" WITH SCHEMA "pg_catalog"`},
+		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "public"."t" ("a" text CHECK ((length((query_to_xml('SELECT 1', true, true, ''))::text) > 0)))`},
 	}
 	h := &streamHeader{Format: FormatName, Version: "1.1", Schemas: []string{"public"},
 		Tables: []streamTable{{Schema: "public", Name: "t", Columns: []string{"a"}}}}
@@ -284,6 +306,143 @@ func TestFastParse_CheckerRefusesTheSameAsWithTheGrammar(t *testing.T) {
 	}
 }
 
+// sameTypeAsGrammar fails the test when fastStatementType names a type for
+// sql that the grammar's tree does not have; it reports whether it named one.
+func sameTypeAsGrammar(t testing.TB, sql string) bool {
+	t.Helper()
+	typ, ok := fastStatementType(sql)
+	if !ok {
+		return false
+	}
+	tree, parsed := grammarTree(t, sql)
+	if !parsed {
+		return true // refused by the grammar too
+	}
+	if got, _, _ := unwrap(tree); got != typ {
+		t.Fatalf("fastStatementType says %s, PostgreSQL's grammar builds %s for\n%s", typ, got, sql)
+	}
+	return true
+}
+
+// typedStatements are statements whose type fastStatementType names, each
+// one the grammar parses (so the type is compared, not only refused).
+var typedStatements = []struct{ sql, typ string }{
+	{`COPY (SELECT 1) TO PROGRAM 'touch /tmp/x'`, "CopyStmt"},
+	{`COPY "public"."t" FROM '/etc/passwd'`, "CopyStmt"},
+	{`DO 'BEGIN NULL; END'`, "DoStmt"},
+	{`DO LANGUAGE plpgsql 'BEGIN NULL; END'`, "DoStmt"},
+	{`ALTER SYSTEM SET archive_command = 'touch /tmp/x'`, "AlterSystemStmt"},
+	{`ALTER SYSTEM RESET ALL`, "AlterSystemStmt"},
+	{`SET ROLE postgres`, "VariableSetStmt"},
+	{`SET ROLE NONE`, "VariableSetStmt"},
+	{`SET SESSION AUTHORIZATION postgres`, "VariableSetStmt"},
+	{`SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE`, "VariableSetStmt"},
+	{`SET SESSION search_path = 'x'`, "VariableSetStmt"},
+	{`GRANT ALL ON SCHEMA public TO PUBLIC`, "GrantStmt"},
+	{`GRANT SELECT (a, b) ON public.t TO x WITH GRANT OPTION`, "GrantStmt"},
+	{`GRANT ALL PRIVILEGES on ALL TABLES IN SCHEMA public TO x`, "GrantStmt"},
+	{`CREATE ROLE kat_evil SUPERUSER LOGIN`, "CreateRoleStmt"},
+	{`CREATE FUNCTION public.kat_evil() RETURNS int LANGUAGE sql AS 'SELECT 1'`, "CreateFunctionStmt"},
+	{`CREATE OR REPLACE FUNCTION f() RETURNS int AS 'SELECT 1' LANGUAGE sql`, "CreateFunctionStmt"},
+	{`CREATE PROCEDURE p() LANGUAGE sql AS 'SELECT 1'`, "CreateFunctionStmt"},
+	{`CREATE OR REPLACE PROCEDURE p() LANGUAGE sql AS 'SELECT 1'`, "CreateFunctionStmt"},
+	{`CREATE TRIGGER t BEFORE INSERT ON public.t FOR EACH ROW EXECUTE FUNCTION f()`, "CreateTrigStmt"},
+	{`CREATE OR REPLACE TRIGGER t AFTER DELETE ON public.t EXECUTE FUNCTION f()`, "CreateTrigStmt"},
+	{`CREATE CONSTRAINT TRIGGER t AFTER INSERT ON public.t FOR EACH ROW EXECUTE FUNCTION f()`, "CreateTrigStmt"},
+	{`CREATE EVENT TRIGGER kat_evil ON ddl_command_start EXECUTE FUNCTION pg_catalog.pg_reload_conf()`, "CreateEventTrigStmt"},
+	{`CREATE TABLE "public"."clusters" AS SELECT rolname, rolpassword FROM pg_catalog.pg_authid`, "CreateTableAsStmt"},
+	{`CREATE TABLE t AS SELECT 1`, "CreateTableAsStmt"},
+	{`CREATE TABLE "p"."t" AS EXECUTE q`, "CreateTableAsStmt"},
+}
+
+// TestFastStatementType: the type fastStatementType names is the one the
+// grammar builds, for every beginning it knows; what it does not know
+// (other spellings, beginnings of several types, more than one statement)
+// it does not name.
+func TestFastStatementType(t *testing.T) {
+	for _, c := range typedStatements {
+		typ, ok := fastStatementType(c.sql)
+		if !ok || typ != c.typ {
+			t.Errorf("fastStatementType(%s) = %q, %v; want %s", c.sql, typ, ok, c.typ)
+			continue
+		}
+		if tree, parsed := grammarTree(t, c.sql); !parsed {
+			t.Errorf("the grammar does not parse %s (the test wants its type)", c.sql)
+		} else if got, _, _ := unwrap(tree); got != c.typ {
+			t.Errorf("the grammar builds %s for %s", got, c.sql)
+		}
+	}
+	for _, sql := range []string{
+		`CREATE ROLE x; COMMIT`,
+		`COPY x FROM stdin -- comment`,
+		`DO $$BEGIN NULL; END$$`,
+		`copy (SELECT 1) TO PROGRAM 'x'`,
+		`SET constraints ALL DEFERRED`,
+		`SET CONSTRAINTS ALL DEFERRED`,
+		`SET search_path = 'x'`,
+		`GRANT r TO u`,
+		`GRANT r TO u WITH on TRUE`,
+		`CREATE TABLE "public"."t" (a int)`,
+		`CREATE TABLE "public"."t" (a) AS SELECT 1`,
+		`CREATE TABLE IF NOT EXISTS t AS SELECT 1`,
+		`CREATE TEMP TABLE t AS SELECT 1`,
+		`CREATE OR REPLACE ROLE x`,
+		`CREATE USER x`,
+		`CREATE SCHEMA x`,
+		`ALTER TABLE x ADD CONSTRAINT c CHECK (true)`,
+		`SELECT 1`,
+	} {
+		if typ, ok := fastStatementType(sql); ok {
+			t.Errorf("fastStatementType(%s) = %s; it should leave it to the grammar", sql, typ)
+		}
+	}
+}
+
+// TestFastStatementType_RefusesAsTheTree: where the type alone refuses a
+// hostile entry (sqlcheck_test.go), the refusal is the one the checker gives
+// on the grammar's tree; and the hostile corpus does use it.
+func TestFastStatementType_RefusesAsTheTree(t *testing.T) {
+	used := 0
+	for _, tt := range hostileEntries {
+		typ, ok := fastStatementType(tt.obj.SQL)
+		if !ok {
+			continue
+		}
+		errType := entryHolds(tt.obj.Kind, typ)
+		if errType == nil {
+			continue
+		}
+		used++
+		tree, parsed := grammarTree(t, tt.obj.SQL)
+		if !parsed {
+			t.Errorf("%s: the grammar does not parse %s", tt.name, tt.obj.SQL)
+			continue
+		}
+		c, err := newDDLChecker(goodHeader())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errTree := c.checkStatement(tt.obj, tree); errTree == nil || errTree.Error() != errType.Error() {
+			t.Errorf("%s:\nby type: %v\nby tree: %v", tt.name, errType, errTree)
+		}
+	}
+	if used < 8 {
+		t.Errorf("the type refused %d hostile entries; the corpus has at least 8 it should refuse", used)
+	}
+}
+
+// TestEntryStatements_EveryKind: every kind of entry a stream may hold says
+// which statements it holds.
+func TestEntryStatements_EveryKind(t *testing.T) {
+	for _, kinds := range []map[string]bool{preDataKinds, postDataKinds} {
+		for k := range kinds {
+			if len(entryStatements[k]) == 0 {
+				t.Errorf("entry kind %q has no statement types", k)
+			}
+		}
+	}
+}
+
 // FuzzFastParse: whatever the fast path takes, PostgreSQL's grammar reads as
 // one statement with the same tree.
 func FuzzFastParse(f *testing.F) {
@@ -293,12 +452,16 @@ func FuzzFastParse(f *testing.F) {
 	for _, o := range append(append([]object{}, goodPre...), goodPost...) {
 		f.Add(o.SQL)
 	}
+	for _, s := range typedStatements {
+		f.Add(s.sql)
+	}
 	warmParser(f)
 	f.Fuzz(func(t *testing.T, sql string) {
 		if len(sql) > 4096 {
 			return
 		}
 		sameAsGrammar(t, sql)
+		sameTypeAsGrammar(t, sql)
 	})
 }
 
@@ -315,22 +478,31 @@ func FuzzFastParseGenerated(f *testing.F) {
 		g := &stmtGen{data: data}
 		sql := g.statement()
 		sameAsGrammar(t, sql)
+		sameTypeAsGrammar(t, sql)
 	})
 }
 
 // TestFastParseGenerated_TakesMost: the generator makes statements the fast
 // path takes (so the fuzz target compares trees, not only refusals).
 func TestFastParseGenerated_TakesMost(t *testing.T) {
-	taken := 0
+	taken, typed := 0, 0
 	const n = 400
 	for i := 0; i < n; i++ {
-		seed := []byte(fmt.Sprintf("seed %d %d", i, i*7919))
+		// The first byte picks the statement's shape: every shape in turn.
+		seed := []byte(fmt.Sprintf("%cseed %d %d", byte(i), i, i*7919))
 		g := &stmtGen{data: bytes.Repeat(seed, 8)}
-		if sameAsGrammar(t, g.statement()) {
+		sql := g.statement()
+		if sameAsGrammar(t, sql) {
 			taken++
 		}
+		if sameTypeAsGrammar(t, sql) {
+			typed++
+		}
 	}
-	t.Logf("the fast path took %d of %d generated statements", taken, n)
+	t.Logf("the fast path took %d of %d generated statements; fastStatementType named the type of %d", taken, n, typed)
+	if typed < n/50 {
+		t.Errorf("fastStatementType named the type of %d of %d generated statements; the generator should make some it knows", typed, n)
+	}
 	if taken < n/10 {
 		t.Errorf("the fast path took %d of %d generated statements; the generator should mostly stay in its subset", taken, n)
 	}
@@ -577,6 +749,8 @@ func (g *stmtGen) statement() string {
 	case 6:
 		return "SELECT pg_catalog.setval(" + g.one("'\"public\".\"s\"'", "'x'", "1") + ", " + g.number() + ", " + g.one("true", "false", "1", "NULL") + ")"
 	default:
-		return g.one("CREATE", "ALTER", "SELECT") + " " + g.expr()
+		return g.one("CREATE", "ALTER", "SELECT", "COPY", "DO", "ALTER SYSTEM", "SET ROLE", "SET SESSION", "GRANT ALL ON",
+			"GRANT", "CREATE ROLE", "CREATE OR REPLACE FUNCTION", "CREATE TRIGGER", "CREATE EVENT TRIGGER",
+			"CREATE TABLE "+g.qname()+" AS") + " " + g.expr()
 	}
 }
