@@ -9,9 +9,10 @@
 # Settings (environment, the Makefile passes its own):
 #   FUZZ_TIME             time per target (default 10s)
 #   FUZZ_TIME_SLOW_START  time for targets that compile PostgreSQL's grammar
-#                         before their first input (warmParser) (default 30s)
+#                         before their first input (warmParser) (default 20s)
 #   FUZZ_PARALLEL         fuzzing workers per target (default 1)
 #   FUZZ_MINIMIZE_TIME    bound on minimizing a new input (default 100x)
+#   FUZZ_LDFLAGS          linker flags for the test binaries (default none)
 #
 # A target that fails prints its whole output and the reproducer's path; the
 # script then exits non-zero after running the other targets.
@@ -19,9 +20,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 FUZZ_TIME=${FUZZ_TIME:-10s}
-FUZZ_TIME_SLOW_START=${FUZZ_TIME_SLOW_START:-30s}
+FUZZ_TIME_SLOW_START=${FUZZ_TIME_SLOW_START:-20s}
 FUZZ_PARALLEL=${FUZZ_PARALLEL:-1}
 FUZZ_MINIMIZE_TIME=${FUZZ_MINIMIZE_TIME:-100x}
+FUZZ_LDFLAGS=${FUZZ_LDFLAGS:-}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -34,7 +36,7 @@ dirs=$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^./test/' | xarg
 for d in $dirs; do
 	pkg=$module/${d#./}
 	bin=$work/$(echo "${d#./}" | tr / _).fuzz.test
-	if ! go test -c -fuzz=. -o "$bin" "$d" >"$log" 2>&1; then
+	if ! go test -c -fuzz=. -ldflags="$FUZZ_LDFLAGS" -o "$bin" "$d" >"$log" 2>&1; then
 		echo "fuzz $d: FAILED to build the instrumented test binary (go test -c -fuzz=. $d)"
 		sed 's/^/    /' "$log"
 		failed="$failed $d"
