@@ -30,8 +30,11 @@ E2E_TIMEOUT ?= 75m
 # Parallel e2e subtests at once: most wait on child processes and servers.
 E2E_PARALLEL ?= 4
 # The long self-contained e2e tests (their own databases, directories and
-# namespaces), run in a process of their own from the start, beside the rest.
-E2E_APART    ?= TestPostgresMajors|TestDist|TestHostileSQL_RefusedEverywhere
+# namespaces), run in a process of their own from the start, beside the rest;
+# with them the day-2 and signature tests (sequential, ~65 s alone), which
+# would otherwise lengthen the main process's chain of sequential tests (~200 s
+# alone, the longest path of make test) while this one finishes early.
+E2E_APART    ?= TestPostgresMajors|TestDist|TestHostileSQL_RefusedEverywhere|TestAddNodes.*|TestHostileSign_.*
 FUZZ_TIME   ?= 10s
 # Targets that compile PostgreSQL's grammar (wasm) before their first input
 # spend 5-15 s (more on a loaded machine) of a coverage-instrumented process on
