@@ -29,6 +29,9 @@ GOBUILD    := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 E2E_TIMEOUT ?= 75m
 # Parallel e2e subtests at once: most wait on child processes and servers.
 E2E_PARALLEL ?= 4
+# Test packages of the test module run at once: go test's default (one per
+# core) started the e2e package, the longest, only after demo and harness.
+E2E_PACKAGES ?= 4
 # The long self-contained e2e tests (their own databases, directories and
 # namespaces), run in a process of their own from the start, beside the rest;
 # with them the day-2 and signature tests (sequential, ~65 s alone), which
@@ -118,7 +121,7 @@ test-e2e: build $(GOTEST) ## Run integration and end-to-end tests (real PostgreS
 	cd test && export KUBECTL_ASSISTED_BIN=$(BIN) KUBECTL_ASSISTED_VERSION=$(VERSION); \
 	  majors=$$(mktemp); \
 	  { go test -json -count=1 -ldflags='$(GOTEST_LDFLAGS)' -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) -run '^($(E2E_APART))$$' ./e2e > $$majors 2>&1 & \
-	    go test -json -count=1 -ldflags='$(GOTEST_LDFLAGS)' -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) -skip '^($(E2E_APART))$$' ./...; \
+	    go test -json -count=1 -ldflags='$(GOTEST_LDFLAGS)' -p $(E2E_PACKAGES) -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) -skip '^($(E2E_APART))$$' ./...; \
 	    wait; cat $$majors; rm -f $$majors; } | $(GOTEST)
 
 .PHONY: bench
