@@ -266,27 +266,35 @@ type fastParser struct {
 
 // fastParse returns the statement's parse tree as a node wrapper, or false.
 func fastParse(sql string) (stmt node, ok bool) {
+	return runFast(sql, func(p *fastParser) node {
+		stmt := p.statement()
+		if p.pos != len(p.toks) {
+			p.fail()
+		}
+		return stmt
+	})
+}
+
+// runFast runs read over sql's tokens; ok is false when the text is outside
+// the narrow spelling or read fails on it.
+func runFast[T any](sql string, read func(p *fastParser) T) (out T, ok bool) {
 	if !utf8.ValidString(sql) {
-		return nil, false
+		return out, false
 	}
 	toks, ok := fastLex(sql)
 	if !ok || len(toks) == 0 {
-		return nil, false
+		return out, false
 	}
-	p := &fastParser{toks: toks}
 	defer func() {
 		if r := recover(); r != nil {
 			if _, is := r.(errFast); !is {
 				panic(r)
 			}
-			stmt, ok = nil, false
+			var zero T
+			out, ok = zero, false
 		}
 	}()
-	stmt = p.statement()
-	if p.pos != len(p.toks) {
-		return nil, false
-	}
-	return stmt, true
+	return read(&fastParser{toks: toks}), true
 }
 
 func (p *fastParser) fail() { panic(errFast{}) }
@@ -1173,23 +1181,7 @@ func (p *fastParser) call() node {
 // only names the refusal by its type instead. TestFastStatementType and
 // FuzzFastParse compare every type it names with the grammar's.
 func fastStatementType(sql string) (typ string, ok bool) {
-	if !utf8.ValidString(sql) {
-		return "", false
-	}
-	toks, ok := fastLex(sql)
-	if !ok || len(toks) == 0 {
-		return "", false
-	}
-	p := &fastParser{toks: toks}
-	defer func() {
-		if r := recover(); r != nil {
-			if _, is := r.(errFast); !is {
-				panic(r)
-			}
-			typ, ok = "", false
-		}
-	}()
-	return p.statementType(), true
+	return runFast(sql, (*fastParser).statementType)
 }
 
 func (p *fastParser) statementType() string {
