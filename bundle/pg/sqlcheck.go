@@ -177,14 +177,7 @@ func (c *ddlChecker) checkList(member string, objs []object) error {
 		if !kinds[o.Kind] {
 			return fail(fmt.Errorf("%q entries are not allowed in %s", o.Kind, member))
 		}
-		// A statement whose leading words fix a type the entry cannot hold
-		// is refused without its tree (sqlfast.go, fastStatementType).
-		if typ, ok := fastStatementType(o.SQL); ok {
-			if err := entryHolds(o.Kind, typ); err != nil {
-				return fail(err)
-			}
-		}
-		stmt, err := parseOne(o.SQL)
+		stmt, err := parseOne(o.SQL, func(typ string) error { return entryHolds(o.Kind, typ) })
 		if err != nil {
 			return fail(err)
 		}

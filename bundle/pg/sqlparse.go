@@ -36,8 +36,11 @@ var fastParsed, grammarParsed atomic.Int64
 func ParserStats() (fast, grammar int64) { return fastParsed.Load(), grammarParsed.Load() }
 
 // parseOne parses sql and returns its only statement as a node wrapper. More
-// than one statement, none, or text that does not parse is an error.
-func parseOne(sql string) (stmt node, err error) {
+// than one statement, none, or text that does not parse is an error. Where
+// the fast path builds no tree but the leading words fix the statement's
+// type (fastStatementType), holds may refuse that type: then the grammar is
+// not compiled for it.
+func parseOne(sql string, holds func(typ string) error) (stmt node, err error) {
 	if len(sql) > maxStatementBytes {
 		return nil, fmt.Errorf("the statement is %d bytes, more than the %d allowed", len(sql), maxStatementBytes)
 	}
@@ -49,6 +52,11 @@ func parseOne(sql string) (stmt node, err error) {
 	if stmt, ok := fastParse(sql); ok {
 		fastParsed.Add(1)
 		return stmt, nil
+	}
+	if typ, ok := fastStatementType(sql); ok {
+		if err := holds(typ); err != nil {
+			return nil, err
+		}
 	}
 	grammarParsed.Add(1)
 	defer func() {
