@@ -22,23 +22,22 @@ import (
 // unencrypted bundles promise equal digests for equal input.
 var encoderOptions = []zstd.EOption{
 	zstd.WithEncoderLevel(zstd.SpeedFastest),
-	zstd.WithEncoderConcurrency(2),
 	zstd.WithEncoderCRC(true),
 }
 
 // encoderID names the encoder settings; a spool record made with other
 // settings is not reused (its bytes would differ from what this code makes).
-const encoderID = "zstd-fastest-crc+raw-frames;age-x25519"
+const encoderID = "zstd-fastest-crc-2MiB-frames+raw-frames;age-x25519"
 
 // maxDecoderWindow bounds the memory a hostile stream can make the decoder use.
 const maxDecoderWindow = 64 << 20
 
-// layerWriter is zstd, then age when there are recipients, into dst. The
-// encryption runs in its own goroutine (an AsyncWriter between the two), so
-// compressing and encrypting use two cores; dst's own stages (hashing,
-// storing, uploading) add more.
+// layerWriter is zstd, then age when there are recipients, into dst. zstd
+// compresses independent frames on several goroutines (frameEncoder), the
+// encryption runs in its own goroutine (an AsyncWriter between the two), and
+// dst's own stages (hashing, storing, uploading) add more.
 type layerWriter struct {
-	zw  *zstd.Encoder
+	zw  *frameEncoder
 	aw  io.WriteCloser
 	as  *pipe.AsyncWriter
 	out io.Writer // what zstd writes to
@@ -66,7 +65,7 @@ func newLayerWriter(dst io.Writer, recipients []age.Recipient) (*layerWriter, er
 		lw.as = pipe.NewAsyncWriter(aw, encryptBufSize, encryptBufs)
 		out = lw.as
 	}
-	zw, err := zstd.NewWriter(out, encoderOptions...)
+	zw, err := newFrameEncoder(out, encoderOptions...)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +94,7 @@ func (w *layerWriter) Write(p []byte) (int, error) {
 func (w *layerWriter) StoreRaw(raw bool) error {
 	switch {
 	case raw && w.stored == nil:
-		if err := w.zw.Close(); err != nil {
+		if err := w.zw.Flush(); err != nil {
 			return err
 		}
 		w.stored = &rawFrame{out: w.out}
@@ -104,7 +103,6 @@ func (w *layerWriter) StoreRaw(raw bool) error {
 			return err
 		}
 		w.stored = nil
-		w.zw.Reset(w.out)
 	}
 	return nil
 }
@@ -113,10 +111,11 @@ func (w *layerWriter) StoreRaw(raw bool) error {
 func (w *layerWriter) Close() error {
 	var err error
 	if w.stored != nil {
-		err = w.stored.finish() // the compressed frame before it is closed
+		err = w.stored.finish()
 		w.stored = nil
-	} else {
-		err = w.zw.Close()
+	}
+	if zerr := w.zw.Close(); err == nil {
+		err = zerr
 	}
 	if w.as != nil {
 		if aerr := w.as.Close(); err == nil {
