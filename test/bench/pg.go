@@ -26,7 +26,7 @@ var (
 	pgClusters = flag.Int("pg-clusters", assisted.Bench.Clusters, "pg: clusters to generate")
 	pgHosts    = flag.Int("pg-hosts", assisted.Bench.Hosts, "pg: hosts to generate")
 	pgEvents   = flag.Int("pg-events", assisted.Bench.Events, "pg: events to generate")
-	pgZstd     = flag.String("pg-zstd", "default", "pg: zstd level of our stream (fastest, default, better, best)")
+	pgZstd     = flag.String("pg-zstd", "layer", "pg: zstd of our stream: layer (bundle create's own encoder), or one klauspost stream at fastest, default, better or best")
 	pgRounds   = flag.Int("pg-rounds", 3, "pg: rounds; each measures every tool once, in alternating order; medians are reported")
 	pgReadback = flag.Bool("pg-readback", false, "pg: also measure a restore that re-reads every table (as across PostgreSQL majors)")
 	pgWorkers  = flag.Int("pg-workers", 0, "pg: connections of our restore beside the loader (0: its default)")

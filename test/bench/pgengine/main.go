@@ -3,7 +3,7 @@
 // so that `make bench` measures its time and peak memory the way it measures
 // pg_dump's and pg_restore's.
 //
-//	pgengine [-level default] dump URL FILE
+//	pgengine [-level layer] dump URL FILE
 //	pgengine [-workers N] [-single-transaction] [-v] restore URL FILE
 //
 // It prints a JSON result: stream and file sizes, and seconds per phase
@@ -24,6 +24,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 )
 
@@ -55,7 +56,7 @@ func (c *phaseClock) event(ev pg.ProgressEvent) {
 }
 
 func main() {
-	level := flag.String("level", "default", "zstd level: fastest, default, better or best")
+	level := flag.String("level", "layer", "zstd: layer (what bundle create writes: bundle.NewCompressor), or a klauspost level for one stream: fastest, default, better or best")
 	readback := flag.String("readback", "auto", "restore: re-read loaded tables: auto, always or never")
 	flag.BoolVar(&restoreOpts.SkipAnalyze, "skip-analyze", false, "restore: no ANALYZE")
 	flag.BoolVar(&restoreOpts.SingleTransaction, "single-transaction", false, "restore: in one transaction on one connection (no staging)")
@@ -96,6 +97,9 @@ func main() {
 		os.Exit(2)
 	}
 	ok, lvl := zstd.EncoderLevelFromString(*level)
+	if *level == "layer" {
+		ok, lvl = true, 0
+	}
 	if !ok {
 		fmt.Fprintln(os.Stderr, "pgengine: unknown zstd level", *level)
 		os.Exit(2)
@@ -121,7 +125,12 @@ func runOp(op, url, file string, level zstd.EncoderLevel) (*result, error) {
 		}
 		defer f.Close()
 		bw := bufio.NewWriterSize(f, 1<<20)
-		enc, err := zstd.NewWriter(bw, zstd.WithEncoderLevel(level))
+		var enc io.WriteCloser
+		if level == 0 { // -level layer
+			enc, err = bundle.NewCompressor(bw)
+		} else {
+			enc, err = zstd.NewWriter(bw, zstd.WithEncoderLevel(level))
+		}
 		if err != nil {
 			return nil, err
 		}
