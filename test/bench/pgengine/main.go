@@ -96,15 +96,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: pgengine [-level L] dump|restore URL FILE")
 		os.Exit(2)
 	}
-	ok, lvl := zstd.EncoderLevelFromString(*level)
-	if *level == "layer" {
-		ok, lvl = true, 0
+	compress := bundle.NewCompressor
+	if *level != "layer" {
+		ok, lvl := zstd.EncoderLevelFromString(*level)
+		if !ok {
+			fmt.Fprintln(os.Stderr, "pgengine: unknown zstd level", *level)
+			os.Exit(2)
+		}
+		compress = func(w io.Writer) (io.WriteCloser, error) { return zstd.NewWriter(w, zstd.WithEncoderLevel(lvl)) }
 	}
-	if !ok {
-		fmt.Fprintln(os.Stderr, "pgengine: unknown zstd level", *level)
-		os.Exit(2)
-	}
-	res, err := runOp(flag.Arg(0), flag.Arg(1), flag.Arg(2), lvl)
+	res, err := runOp(flag.Arg(0), flag.Arg(1), flag.Arg(2), compress)
 	if err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "pgengine:", err)
@@ -113,7 +114,7 @@ func main() {
 	_ = json.NewEncoder(os.Stdout).Encode(res)
 }
 
-func runOp(op, url, file string, level zstd.EncoderLevel) (*result, error) {
+func runOp(op, url, file string, compress func(io.Writer) (io.WriteCloser, error)) (*result, error) {
 	ctx := context.Background()
 	clock := &phaseClock{phases: map[string]float64{}}
 	res := &result{Phases: clock.phases}
@@ -125,12 +126,7 @@ func runOp(op, url, file string, level zstd.EncoderLevel) (*result, error) {
 		}
 		defer f.Close()
 		bw := bufio.NewWriterSize(f, 1<<20)
-		var enc io.WriteCloser
-		if level == 0 { // -level layer
-			enc, err = bundle.NewCompressor(bw)
-		} else {
-			enc, err = zstd.NewWriter(bw, zstd.WithEncoderLevel(level))
-		}
+		enc, err := compress(bw)
 		if err != nil {
 			return nil, err
 		}
