@@ -37,11 +37,12 @@ const maxDecoderWindow = 64 << 20
 // encryption runs in its own goroutine (an AsyncWriter between the two), and
 // dst's own stages (hashing, storing, uploading) add more.
 type layerWriter struct {
-	zw  *frameEncoder
-	aw  io.WriteCloser
-	as  *pipe.AsyncWriter
-	out io.Writer // what zstd writes to
-	raw int64     // plaintext bytes written
+	zw         *frameEncoder
+	recipients []age.Recipient
+	aw         io.WriteCloser
+	as         *pipe.AsyncWriter
+	out        io.Writer // what zstd writes to
+	raw        int64     // plaintext bytes written
 	// stored is set between StoreRaw(true) and StoreRaw(false): the bytes
 	// go into a frame of raw blocks.
 	stored *rawFrame
@@ -54,23 +55,44 @@ const (
 )
 
 func newLayerWriter(dst io.Writer, recipients []age.Recipient) (*layerWriter, error) {
-	lw := &layerWriter{}
-	out := dst
-	if len(recipients) > 0 {
-		aw, err := newAgeEncrypter(dst, recipients...)
-		if err != nil {
-			return nil, fmt.Errorf("start encryption: %w", err)
-		}
-		lw.aw = aw
-		lw.as = pipe.NewAsyncWriter(aw, encryptBufSize, encryptBufs)
-		out = lw.as
-	}
-	zw, err := newFrameEncoder(out, encoderOptions...)
+	lw, err := newLayerEncoder(recipients)
 	if err != nil {
 		return nil, err
 	}
-	lw.zw, lw.out = zw, out
+	if err := lw.begin(dst); err != nil {
+		_ = lw.zw.Close()
+		return nil, err
+	}
 	return lw, nil
+}
+
+// newLayerEncoder is a layerWriter with no blob yet: begin gives it one, end
+// completes it, and the next begin starts another with the same encoder (the
+// parts of a layer, see partsWriter).
+func newLayerEncoder(recipients []age.Recipient) (*layerWriter, error) {
+	zw, err := newFrameEncoder(io.Discard, encoderOptions...)
+	if err != nil {
+		return nil, err
+	}
+	return &layerWriter{zw: zw, recipients: recipients}, nil
+}
+
+// begin starts a blob in dst: a new age stream (its own file key and header)
+// when there are recipients, and new zstd frames.
+func (w *layerWriter) begin(dst io.Writer) error {
+	out := dst
+	w.aw, w.as = nil, nil
+	if len(w.recipients) > 0 {
+		aw, err := newAgeEncrypter(dst, w.recipients...)
+		if err != nil {
+			return fmt.Errorf("start encryption: %w", err)
+		}
+		w.aw = aw
+		w.as = pipe.NewAsyncWriter(aw, encryptBufSize, encryptBufs)
+		out = w.as
+	}
+	w.out = out
+	return w.zw.retarget(out)
 }
 
 func (w *layerWriter) Write(p []byte) (int, error) {
@@ -107,14 +129,15 @@ func (w *layerWriter) StoreRaw(raw bool) error {
 	return nil
 }
 
-// Close ends the zstd frame, then the age stream (its last chunk and tag).
-func (w *layerWriter) Close() error {
+// end completes the current blob: the last zstd frame, then the age stream
+// (its last chunk and tag). The encoder stays usable for begin.
+func (w *layerWriter) end() error {
 	var err error
 	if w.stored != nil {
 		err = w.stored.finish()
 		w.stored = nil
 	}
-	if zerr := w.zw.Close(); err == nil {
+	if zerr := w.zw.Flush(); err == nil {
 		err = zerr
 	}
 	if w.as != nil {
@@ -124,6 +147,16 @@ func (w *layerWriter) Close() error {
 	}
 	if w.aw != nil && err == nil {
 		err = w.aw.Close()
+	}
+	w.aw, w.as = nil, nil
+	return err
+}
+
+// Close completes the blob and stops the encoder's goroutines.
+func (w *layerWriter) Close() error {
+	err := w.end()
+	if zerr := w.zw.Close(); err == nil {
+		err = zerr
 	}
 	return err
 }

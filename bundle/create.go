@@ -9,9 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"time"
 
 	"filippo.io/age"
@@ -52,6 +52,9 @@ type CreateOptions struct {
 	// Spool makes a push to a registry resumable (see SpoolOptions); it is
 	// not used for local targets.
 	Spool SpoolOptions
+	// PartSize is the plaintext of one part of the files layer (format
+	// 1.2: parts are uploaded side by side); zero means DefaultPartSize.
+	PartSize int64
 	// SigningKey signs the manifest (bundle/sign: cosign's key-pair
 	// signature, stored as a referrer); nil leaves the bundle unsigned.
 	SigningKey crypto.Signer
@@ -85,7 +88,11 @@ type LayerResult struct {
 	PlainBytes int64 `json:"plainBytes"`
 	// Reused says how a layer an earlier, interrupted run spooled was used
 	// instead of producing it again (see SpoolReuse.How); empty otherwise.
-	Reused   string        `json:"reused,omitempty"`
+	Reused string `json:"reused,omitempty"`
+	// Parts lists the blobs of a layer written in several parts (the files
+	// layer beyond one part's size); Digest is then the first part's, Size
+	// and PlainBytes the sums.
+	Parts    []PartResult  `json:"parts,omitempty"`
 	Duration time.Duration `json:"-"`
 }
 
@@ -163,7 +170,7 @@ func Write(ctx context.Context, w oci.Writer, opts CreateOptions) (res *Result, 
 	var layers []ocispec.Descriptor
 	clusterIDs := map[string]bool{}
 	add := func(kind LayerKind, produce func(io.Writer) error) error {
-		lr, desc, err := writeLayer(ctx, w, kind, opts.Recipients, p, produce, layerSpool{})
+		lr, desc, err := writeLayer(ctx, w, kind, opts.Recipients, p, produce)
 		if err != nil {
 			return err
 		}
@@ -194,11 +201,11 @@ func Write(ctx context.Context, w oci.Writer, opts CreateOptions) (res *Result, 
 		}
 	}
 	if opts.Files != nil {
-		lr, desc, ids, err := writeFilesLayer(ctx, w, sp, opts, p, meta, res.Spool)
+		lr, descs, ids, err := writeFilesLayer(ctx, w, sp, opts, p, meta, res.Spool)
 		if err != nil {
 			return nil, err
 		}
-		layers = append(layers, desc)
+		layers = append(layers, descs...)
 		res.Layers = append(res.Layers, *lr)
 		for _, id := range ids {
 			clusterIDs[id] = true
@@ -264,12 +271,19 @@ func Write(ctx context.Context, w oci.Writer, opts CreateOptions) (res *Result, 
 
 // writeFilesLayer writes the files layer, through the spool when there is
 // one: taken from it when an earlier run spooled the same tree, else
-// produced and recorded in it. It sets meta.Files and returns the cluster ids
-// found in the tree.
-func writeFilesLayer(ctx context.Context, w oci.Writer, sp *spool, opts CreateOptions, p Progress, meta *Metadata, rep *SpoolReport) (*LayerResult, ocispec.Descriptor, []string, error) {
+// produced and recorded in it. It sets meta.Files and returns the layer's
+// descriptors (its parts) and the cluster ids found in the tree.
+func writeFilesLayer(ctx context.Context, w oci.Writer, sp *spool, opts CreateOptions, p Progress, meta *Metadata, rep *SpoolReport) (*LayerResult, []ocispec.Descriptor, []string, error) {
 	exclude := opts.Files.Exclude
 	if exclude == nil {
 		exclude = files.DefaultExcludes
+	}
+	partSize := opts.PartSize
+	if partSize == 0 {
+		partSize = DefaultPartSize
+	}
+	if partSize < MinPartSize {
+		return nil, nil, nil, fmt.Errorf("part size %d bytes is below the minimum of %d", partSize, MinPartSize)
 	}
 	var clusterIDs []string
 	produce := func(lw io.Writer) error {
@@ -290,77 +304,148 @@ func writeFilesLayer(ctx context.Context, w oci.Writer, sp *spool, opts CreateOp
 	}
 	ls := layerSpool{}
 	if sp != nil {
-		ls = filesSpool(ctx, sp, opts, exclude, rep)
+		ls = filesSpool(ctx, sp, opts, exclude, partSize, rep)
 	}
 	if ls.key != "" {
 		if e := sp.load(ls.key); e != nil && e.Kind == LayerFiles && e.Files != nil {
-			lr, desc, err := reuseLayer(ctx, w.(oci.Resumer), sp, ls.key, e, len(opts.Recipients) > 0, p)
+			lr, descs, err := reuseParts(ctx, w.(oci.Resumer), sp, ls.key, e, len(opts.Recipients) > 0, p)
 			if err != nil {
-				return nil, desc, nil, fmt.Errorf("%s layer (from the spool, %s): %w", LayerFiles, sp.dir, err)
+				return nil, nil, nil, fmt.Errorf("%s layer (from the spool, %s): %w", LayerFiles, sp.dir, err)
 			}
 			if lr != nil {
 				rep.Reused = append(rep.Reused, SpoolReuse{Kind: LayerFiles, How: lr.Reused, SentBytes: lr.sent})
 				fi := *e.Files
+				fi.Parts = 0
+				if len(descs) > 1 {
+					fi.Parts = len(descs)
+				}
 				meta.Files = &fi
 				sp.done = append(sp.done, ls.key)
-				return &lr.LayerResult, desc, e.ClusterIDs, nil
+				return &lr.LayerResult, descs, e.ClusterIDs, nil
 			}
 			// Not reusable (no spooled copy, or a damaged one): produce it again.
 			sp.drop(ls.key)
 		}
-		ls.save = func(desc ocispec.Descriptor, plain int64, session *oci.UploadSession, blob bool) error {
+		ls.save = func(parts []spoolPart, plain int64, blob bool) error {
 			// Only a tree that did not change while it was read is what a
 			// rerun will find under the same fingerprint.
 			if fp, _, err := files.Fingerprint(ctx, opts.Files.Dir, exclude); err != nil || fp != ls.fingerprint {
 				return errors.New("the tree changed while it was read")
 			}
-			e := &spoolEntry{Kind: LayerFiles, Source: ls.source, Descriptor: desc, PlainBytes: plain, Blob: blob, Files: meta.Files,
-				ClusterIDs: clusterIDs, Session: session, Created: time.Now().UTC()}
+			fi := *meta.Files
+			if len(parts) > 1 {
+				fi.Parts = len(parts)
+			}
+			e := &spoolEntry{Kind: LayerFiles, Source: ls.source, Parts: parts, PlainBytes: plain, Blob: blob, Files: &fi,
+				ClusterIDs: clusterIDs, Created: time.Now().UTC()}
 			if err := sp.save(ls.key, e); err != nil {
 				return err
 			}
 			sp.done = append(sp.done, ls.key)
 			return nil
 		}
+		if ls.keep {
+			sp.dropBlobs(ls.key) // incomplete ones of an earlier run
+		}
 	}
-	if ls.file != "" {
-		_ = os.Remove(ls.file) // an incomplete one of an earlier run
-	}
-	lr, desc, err := writeLayer(ctx, w, LayerFiles, opts.Recipients, p, produce, ls)
+	lr, descs, err := writeParts(ctx, w, LayerFiles, opts.Recipients, partSize, p, produce, ls)
 	if err != nil {
-		return nil, desc, nil, err
+		return nil, nil, nil, err
 	}
-	return lr, desc, clusterIDs, nil
+	if len(descs) > 1 {
+		meta.Files.Parts = len(descs)
+	}
+	return lr, descs, clusterIDs, nil
 }
 
-// layerSpool is how a layer uses the spool: key names its record (empty: no
-// record), file is where its ciphertext goes (empty: streamed from memory),
-// and save records it once its bytes are complete.
-type layerSpool struct {
-	key, fingerprint, file, source string
-	save                           func(desc ocispec.Descriptor, plain int64, session *oci.UploadSession, blob bool) error
-}
-
-// writeLayer runs produce into zstd (and age) and a blob of w.
-func writeLayer(ctx context.Context, w oci.Writer, kind LayerKind, recipients []age.Recipient, p Progress, produce func(io.Writer) error, ls layerSpool) (*LayerResult, ocispec.Descriptor, error) {
+// writeParts runs produce into a partsWriter: parts spooled to files and
+// uploaded side by side when ls gives files, else streamed one after the
+// other. With a spool record (ls.save), the layer is recorded once every part
+// is whole, and again with the upload sessions of the parts that failed.
+func writeParts(ctx context.Context, w oci.Writer, kind LayerKind, recipients []age.Recipient, partSize int64, p Progress, produce func(io.Writer) error, ls layerSpool) (*LayerResult, []ocispec.Descriptor, error) {
 	start := time.Now()
 	encrypted := len(recipients) > 0
 	id := "push " + string(kind)
 	p.Start(id, "push "+string(kind), 0)
-	var saved bool
-	var lw *layerWriter
-	bo := oci.BlobOptions{SpoolFile: ls.file, OnUpload: func(n int64) { p.Add(id, n) }}
-	if ls.save != nil && ls.file != "" {
-		// Record the spooled layer as soon as the spool holds it whole: a
-		// run killed while the upload catches up can still be resumed.
-		bo.OnComplete = func(desc ocispec.Descriptor) { saved = ls.save(desc, lw.raw, nil, true) == nil }
+	pw, err := newPartsWriter(ctx, w, kind.MediaType(encrypted), recipients, partSize, ls.partFile, ls.keep, func(n int64) { p.Add(id, n) })
+	if err != nil {
+		p.Done(id, err)
+		return nil, nil, fmt.Errorf("%s layer: %w", kind, err)
 	}
-	bw, err := w.NewBlob(ctx, kind.MediaType(encrypted), bo)
+	err = produce(pw)
+	if err == nil {
+		err = pw.Close()
+	} else if pw.streamErr != nil {
+		err = pw.streamErr // the upload's error, not the producer's echo of it
+	}
+	if err != nil {
+		pw.abort()
+		p.Done(id, err)
+		return nil, nil, fmt.Errorf("%s layer: %w", kind, err)
+	}
+	saved := false
+	if ls.save != nil && ls.keep {
+		// Every part is whole in the spool: a run killed while the
+		// uploads catch up can still be resumed.
+		saved = ls.save(pw.records(), pw.raw, true) == nil
+	}
+	err = pw.wait()
+	if ls.save != nil {
+		switch {
+		case err == nil && !saved:
+			// Not spooled (plaintext, or no room): the record alone lets a
+			// rerun skip the layer when the registry has it.
+			saved = ls.save(pw.records(), pw.raw, false) == nil
+		case err != nil && saved:
+			saved = ls.save(pw.records(), pw.raw, true) == nil // where to resume
+		}
+	}
+	p.Done(id, err)
+	if err != nil {
+		if saved && ls.keep {
+			err = fmt.Errorf("%w (the layer is spooled: run the same command again to resume the push)", err)
+		}
+		return nil, nil, fmt.Errorf("%s layer: %w", kind, err)
+	}
+	descs := layerDescriptors(kind, encrypted, pw.descriptors())
+	return layerResult(kind, descs, pw.records(), time.Since(start)), descs, nil
+}
+
+// layerResult sums a layer's parts.
+func layerResult(kind LayerKind, descs []ocispec.Descriptor, parts []spoolPart, d time.Duration) *LayerResult {
+	lr := &LayerResult{Kind: kind, MediaType: descs[0].MediaType, Digest: descs[0].Digest.String(), Parts: partResults(parts), Duration: d}
+	for _, p := range parts {
+		lr.Size += p.Descriptor.Size
+		lr.PlainBytes += p.PlainBytes
+	}
+	return lr
+}
+
+// layerSpool is how the files layer uses the spool: key names its record
+// (empty: no record), fingerprint and source what it was made from, and save
+// records it.
+type layerSpool struct {
+	key, fingerprint, source string
+	save                     func(parts []spoolPart, plain int64, blob bool) error
+	// partFile names the file of part i (nil: the parts are streamed);
+	// keep says the files are the spool's (ciphertext, kept for a rerun),
+	// not passing copies removed once uploaded (plaintext).
+	partFile func(i int) string
+	keep     bool
+}
+
+// writeLayer runs produce into zstd (and age) and a blob of w.
+func writeLayer(ctx context.Context, w oci.Writer, kind LayerKind, recipients []age.Recipient, p Progress, produce func(io.Writer) error) (*LayerResult, ocispec.Descriptor, error) {
+	start := time.Now()
+	encrypted := len(recipients) > 0
+	id := "push " + string(kind)
+	p.Start(id, "push "+string(kind), 0)
+	bw, err := w.NewBlob(ctx, kind.MediaType(encrypted), oci.BlobOptions{OnUpload: func(n int64) { p.Add(id, n) }})
 	if err != nil {
 		p.Done(id, err)
 		return nil, ocispec.Descriptor{}, fmt.Errorf("%s layer: %w", kind, err)
 	}
-	lw, err = newLayerWriter(bw, recipients)
+	lw, err := newLayerWriter(bw, recipients)
 	if err == nil {
 		err = produce(lw)
 		if cerr := lw.Close(); err == nil {
@@ -373,21 +458,8 @@ func writeLayer(ctx context.Context, w oci.Writer, kind LayerKind, recipients []
 		return nil, ocispec.Descriptor{}, fmt.Errorf("%s layer: %w", kind, err)
 	}
 	desc, err := bw.Commit()
-	var ue *oci.UploadError
-	switch {
-	case ls.save == nil || desc.Digest == "":
-	case err == nil && !saved:
-		// Not spooled (plaintext, or no room): the record alone lets a
-		// rerun skip the layer when the registry has it.
-		saved = ls.save(desc, lw.raw, nil, ls.file != "") == nil
-	case errors.As(err, &ue) && saved && ue.Session != nil:
-		saved = ls.save(desc, lw.raw, ue.Session, true) == nil // where to resume
-	}
 	p.Done(id, err)
 	if err != nil {
-		if ue != nil && saved && ls.file != "" {
-			err = fmt.Errorf("%w (the layer is spooled: run the same command again to resume the push)", err)
-		}
 		return nil, ocispec.Descriptor{}, fmt.Errorf("%s layer: %w", kind, err)
 	}
 	desc.Annotations = layerAnnotations(kind, encrypted)
@@ -403,9 +475,11 @@ func layerAnnotations(kind LayerKind, encrypted bool) map[string]string {
 }
 
 // filesSpool decides how the files layer uses the spool: its key (from the
-// tree's fingerprint), and whether its ciphertext is spooled (encrypted, and
-// room for it in the spool directory).
-func filesSpool(ctx context.Context, sp *spool, opts CreateOptions, exclude []string, rep *SpoolReport) layerSpool {
+// tree's fingerprint), and where its parts go: ciphertext into the spool,
+// kept until the push succeeds; plaintext through passing files removed as
+// each part is uploaded (a rerun does not reuse plaintext); either only when
+// the spool directory has room for the layer, else the parts are streamed.
+func filesSpool(ctx context.Context, sp *spool, opts CreateOptions, exclude []string, partSize int64, rep *SpoolReport) layerSpool {
 	fp, treeBytes, err := files.Fingerprint(ctx, opts.Files.Dir, exclude)
 	if err != nil {
 		return layerSpool{} // files.Write reports it
@@ -423,7 +497,7 @@ func filesSpool(ctx context.Context, sp *spool, opts CreateOptions, exclude []st
 	sort.Strings(rcpts)
 	key := spoolKey(map[string]any{
 		"spool": spoolVersion, "kind": LayerFiles, "format": FormatVersion, "creator": opts.Creator, "encoder": encoderID,
-		"recipients": rcpts, "dir": dir, "exclude": exclude, "tree": fp,
+		"recipients": rcpts, "dir": dir, "exclude": exclude, "tree": fp, "partSize": partSize,
 	})
 	if !sp.lock(key) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s layer: %v; it is pushed without the spool", LayerFiles, errSpoolBusy))
@@ -431,64 +505,110 @@ func filesSpool(ctx context.Context, sp *spool, opts CreateOptions, exclude []st
 	}
 	ls := layerSpool{key: key, fingerprint: fp, source: dir}
 	sp.sources[LayerFiles] = dir
-	if len(opts.Recipients) == 0 {
-		return ls // plaintext is never spooled; the record alone lets a rerun skip what the registry has
-	}
+	encrypted := len(opts.Recipients) > 0
 	// The spooled layer is about the size of the files (they are mostly
 	// compressed already); keep a margin for the rest of the disk's users.
 	need := treeBytes + treeBytes/50 + spoolMargin
 	if free, ok := diskFree(sp.dir); ok && free < need {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%s layer: the spool directory %s has %s free, about %s is needed: the layer is streamed without the spool, and an interrupted push will produce it again (give --spool-dir on a larger filesystem)",
-			LayerFiles, sp.dir, files.HumanBytes(free), files.HumanBytes(need)))
+		if encrypted {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s layer: the spool directory %s has %s free, about %s is needed: the layer is streamed without the spool, and an interrupted push will produce it again (give --spool-dir on a larger filesystem)",
+				LayerFiles, sp.dir, files.HumanBytes(free), files.HumanBytes(need)))
+		}
 		return ls
 	}
-	ls.file = sp.path(key, ".blob")
+	if !encrypted {
+		// Plaintext is never kept: its parts pass through files that are
+		// removed as soon as they are uploaded (or by prune, after a kill).
+		pass := randomKey()
+		ls.partFile = func(i int) string { return sp.partPath(pass, i) }
+		return ls
+	}
+	ls.partFile = func(i int) string { return sp.partPath(key, i) }
+	ls.keep = true
 	return ls
 }
 
 const spoolMargin = 256 << 20
 
-// reuseLayer serves a layer from a spool record: nothing to send when the
-// registry has it, else the spooled ciphertext, verified, is uploaded,
-// resuming the earlier run's session when the registry kept it. A nil result
-// and nil error mean the record cannot serve (produce the layer again).
-func reuseLayer(ctx context.Context, rw oci.Resumer, sp *spool, key string, e *spoolEntry, encrypted bool, p Progress) (*reusedLayer, ocispec.Descriptor, error) {
+// reuseParts serves the files layer from a spool record: nothing to send
+// for the parts the registry has; the others are uploaded from the spooled
+// ciphertext, verified first, side by side, each resuming the earlier run's
+// session when the registry kept it. A nil result and nil error mean the
+// record cannot serve (produce the layer again).
+func reuseParts(ctx context.Context, rw oci.Resumer, sp *spool, key string, e *spoolEntry, encrypted bool, p Progress) (*reusedLayer, []ocispec.Descriptor, error) {
 	start := time.Now()
-	desc := e.Descriptor
-	desc.MediaType = e.Kind.MediaType(encrypted)
-	if desc.MediaType != e.Descriptor.MediaType {
-		return nil, desc, nil
+	mediaType := e.Kind.MediaType(encrypted)
+	for _, part := range e.Parts {
+		if part.Descriptor.MediaType != mediaType {
+			return nil, nil, nil
+		}
 	}
-	desc.Annotations = layerAnnotations(e.Kind, encrypted)
-	lr := func(how string, sent int64) *reusedLayer {
-		return &reusedLayer{LayerResult: LayerResult{Kind: e.Kind, MediaType: desc.MediaType, Digest: desc.Digest.String(), Size: desc.Size, PlainBytes: e.PlainBytes, Reused: how, Duration: time.Since(start)}, sent: sent}
+	parts := make([]ocispec.Descriptor, len(e.Parts))
+	for i, part := range e.Parts {
+		parts[i] = part.Descriptor
 	}
-	if ok, err := rw.Exists(ctx, e.Descriptor); err == nil && ok {
-		return lr(ReusePresent, 0), desc, nil
+	descs := layerDescriptors(e.Kind, encrypted, parts)
+	result := func(how string, sent int64) *reusedLayer {
+		lr := layerResult(e.Kind, descs, e.Parts, time.Since(start))
+		lr.Reused = how
+		return &reusedLayer{LayerResult: *lr, sent: sent}
+	}
+	var missing []int
+	var missingBytes int64
+	for i, part := range e.Parts {
+		if ok, err := rw.Exists(ctx, part.Descriptor); err != nil || !ok {
+			missing = append(missing, i)
+			missingBytes += part.Descriptor.Size
+		}
+	}
+	if len(missing) == 0 {
+		return result(ReusePresent, 0), descs, nil
 	}
 	if !e.Blob {
-		return nil, desc, nil
+		return nil, nil, nil
 	}
-	if err := sp.verifyBlob(key, e); err != nil {
-		return nil, desc, nil
+	for _, i := range missing {
+		if err := sp.verifyBlob(sp.partPath(key, i), e.Parts[i].Descriptor, e.Kind); err != nil {
+			return nil, nil, nil
+		}
 	}
 	id := "push " + string(e.Kind)
-	p.Start(id, "push "+string(e.Kind)+" (spooled)", desc.Size)
-	sent, err := rw.PushFile(ctx, e.Descriptor, sp.path(key, ".blob"), e.Session, func(n int64) { p.Add(id, n) })
+	p.Start(id, "push "+string(e.Kind)+" (spooled)", missingBytes)
+	errs := make([]error, len(e.Parts))
+	sent := make([]int64, len(e.Parts))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, partUploads)
+	for _, i := range missing {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			sent[i], errs[i] = rw.PushFile(ctx, e.Parts[i].Descriptor, sp.partPath(key, i), e.Parts[i].Session, func(n int64) { p.Add(id, n) })
+		}()
+	}
+	wg.Wait()
+	var total int64
+	var err error
+	for i := range e.Parts {
+		total += sent[i]
+		var ue *oci.UploadError
+		if errors.As(errs[i], &ue) {
+			e.Parts[i].Session = ue.Session
+		}
+		if err == nil {
+			err = errs[i]
+		}
+	}
 	p.Done(id, err)
 	if err != nil {
-		var ue *oci.UploadError
-		if errors.As(err, &ue) {
-			e.Session = ue.Session
-			_ = sp.save(key, e)
-		}
-		return nil, desc, fmt.Errorf("%w (the layer stays spooled: run the same command again to resume)", err)
+		_ = sp.save(key, e)
+		return nil, nil, fmt.Errorf("%w (the layer stays spooled: run the same command again to resume)", err)
 	}
 	how := ReuseUploaded
-	if sent < desc.Size {
+	if total < missingBytes {
 		how = ReuseResumed
 	}
-	return lr(how, sent), desc, nil
+	return result(how, total), descs, nil
 }
 
 // How a spooled layer was reused (LayerResult.Reused).

@@ -9,4 +9,4 @@ package bundle
 
 // FormatVersion is the version of the bundle format this code writes. Minor
 // versions only add; a bundle with a newer major version is refused.
-const FormatVersion = "1.1.0"
+const FormatVersion = "1.2.0"

@@ -156,6 +156,20 @@ func (e *frameEncoder) waitWritten() {
 	}
 }
 
+// retarget ends the current frame, waits until every frame so far is
+// written, and sends the frames that follow to out: one encoder (its
+// goroutines and buffers) serves the blobs of a layer in parts in turn.
+func (e *frameEncoder) retarget(out io.Writer) error {
+	if err := e.Flush(); err != nil {
+		return err
+	}
+	// The writer goroutine is idle (waitWritten holds every buffer); it
+	// reads out again only after the next frame is queued on order, which
+	// happens after this assignment.
+	e.out = out
+	return nil
+}
+
 // Close writes what is left and stops the goroutines; the encoder is not
 // usable afterwards.
 func (e *frameEncoder) Close() error {

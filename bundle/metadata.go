@@ -70,6 +70,9 @@ type FilesInfo struct {
 	// any entry beyond them, so it reads the layer once.
 	LongestPath   int      `json:"longestPath,omitempty"`
 	LargestXattrs [][2]int `json:"largestXattrs,omitempty"`
+	// Parts (format 1.2) is the number of blobs the layer is cut into,
+	// when more than one: the manifest must list exactly that many.
+	Parts int `json:"parts,omitempty"`
 	// Excluded are the patterns of rebuildable content left out.
 	Excluded []string `json:"excluded,omitempty"`
 }

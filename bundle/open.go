@@ -70,6 +70,19 @@ type Layer struct {
 	Known      bool
 	Encrypted  bool
 	Descriptor ocispec.Descriptor
+	// Parts are the layer's blobs in order, Parts[0] being Descriptor: one,
+	// or (format 1.2, the files layer) several whose plaintexts, joined,
+	// are the layer's.
+	Parts []ocispec.Descriptor
+}
+
+// Size is the stored size of the layer: the sum of its parts.
+func (l Layer) Size() int64 {
+	var n int64
+	for _, p := range l.Parts {
+		n += p.Size
+	}
+	return n
 }
 
 const maxManifestBytes = 4 << 20
@@ -136,8 +149,17 @@ func OpenSource(ctx context.Context, src oci.Source, opts OpenOptions) (*Bundle,
 	}
 	// What the metadata declares caps what the layers may expand to: a layer
 	// without its summary cannot be bounded.
-	if _, ok := b.Layer(LayerFiles); ok && b.Metadata.Files == nil {
-		return nil, &FormatError{What: "metadata (config blob)", Err: errors.New("the bundle has a files layer but the metadata does not declare its counts and size")}
+	if l, ok := b.Layer(LayerFiles); ok {
+		if b.Metadata.Files == nil {
+			return nil, &FormatError{What: "metadata (config blob)", Err: errors.New("the bundle has a files layer but the metadata does not declare its counts and size")}
+		}
+		want := b.Metadata.Files.Parts
+		if want == 0 {
+			want = 1
+		}
+		if len(l.Parts) != want {
+			return nil, &FormatError{What: "manifest", Err: fmt.Errorf("the files layer has %d parts, the metadata declares %d", len(l.Parts), b.Metadata.Files.Parts)}
+		}
 	}
 	for _, l := range b.Layers {
 		if l.Encrypted != (b.Metadata.Encryption.Scheme == EncryptionAge) {
@@ -185,6 +207,11 @@ func (b *Bundle) decodeManifest(mb []byte) (newerMinor bool, err error) {
 	case m.Config.Size > maxMetadataBytes:
 		return false, &FormatError{What: "manifest", Err: fmt.Errorf("config of %d bytes is over the %d limit", m.Config.Size, maxMetadataBytes)}
 	}
+	// Format 1.2 lets the files layer be several blobs in a row (parts).
+	parts := false
+	if got, err := parseVersion(v); err == nil && got.minor >= 2 {
+		parts = true
+	}
 	seen := map[LayerKind]bool{}
 	for _, d := range m.Layers {
 		kind, enc, known, err := ParseLayerMediaType(d.MediaType)
@@ -194,14 +221,26 @@ func (b *Bundle) decodeManifest(mb []byte) (newerMinor bool, err error) {
 		if !known && !newerMinor {
 			return false, &FormatError{What: "manifest", Err: fmt.Errorf("unknown layer kind %q in format %s", kind, v)}
 		}
-		if seen[kind] {
-			return false, &FormatError{What: "manifest", Err: fmt.Errorf("two %s layers", kind)}
-		}
-		seen[kind] = true
 		if d.Size < 0 {
 			return false, &FormatError{What: "manifest", Err: fmt.Errorf("%s layer has a negative size", kind)}
 		}
-		b.Layers = append(b.Layers, Layer{Kind: kind, Known: known, Encrypted: enc, Descriptor: d})
+		if seen[kind] {
+			last := &b.Layers[len(b.Layers)-1]
+			switch {
+			case !parts || kind != LayerFiles:
+				return false, &FormatError{What: "manifest", Err: fmt.Errorf("two %s layers", kind)}
+			case last.Kind != kind:
+				return false, &FormatError{What: "manifest", Err: errors.New("the parts of the files layer are not consecutive")}
+			case d.MediaType != last.Descriptor.MediaType:
+				return false, &FormatError{What: "manifest", Err: fmt.Errorf("the parts of the files layer differ in media type (%q, %q)", last.Descriptor.MediaType, d.MediaType)}
+			case len(last.Parts) == maxFilesParts:
+				return false, &FormatError{What: "manifest", Err: fmt.Errorf("the files layer has more than %d parts", maxFilesParts)}
+			}
+			last.Parts = append(last.Parts, d)
+			continue
+		}
+		seen[kind] = true
+		b.Layers = append(b.Layers, Layer{Kind: kind, Known: known, Encrypted: enc, Descriptor: d, Parts: []ocispec.Descriptor{d}})
 	}
 	b.Manifest = m
 	return newerMinor, nil
@@ -262,7 +301,22 @@ func (b *Bundle) openLayer(ctx context.Context, l Layer) (io.ReadCloser, error) 
 	if l.Encrypted && len(b.identities) == 0 {
 		return nil, &DecryptError{Layer: l.Kind, Err: ErrNoIdentity}
 	}
-	rc, err := b.fetch(ctx, l)
+	if len(l.Parts) > 1 {
+		id := "pull " + string(l.Kind)
+		b.progress.Start(id, id, l.Size())
+		pr := &partsReader{ctx: ctx, b: b, l: l, id: id}
+		if err := pr.next(); err != nil {
+			b.progress.Done(id, err)
+			return nil, err
+		}
+		return pr, nil
+	}
+	return b.openBlob(ctx, l, b.fetch)
+}
+
+// openBlob streams the plaintext of l's one blob (l.Descriptor), fetched by fetch.
+func (b *Bundle) openBlob(ctx context.Context, l Layer, fetch func(context.Context, Layer) (io.ReadCloser, error)) (*layerReader, error) {
+	rc, err := fetch(ctx, l)
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +362,31 @@ func (b *Bundle) openLayer(ctx context.Context, l Layer) (io.ReadCloser, error) 
 
 // fetch opens the stored blob, with pull progress.
 func (b *Bundle) fetch(ctx context.Context, l Layer) (io.ReadCloser, error) {
+	rc, err := b.fetchRaw(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	id := "pull " + string(l.Kind)
+	b.progress.Start(id, id, l.Descriptor.Size)
+	p := b.progress
+	return &progressReadCloser{CountingReader: pipe.CountingReader{R: rc, OnRead: func(n int64) { p.Add(id, n) }}, p: p, id: id, c: rc}, nil
+}
+
+// fetchPart opens the blob of one part: its bytes count in the layer's
+// progress step, which the caller started and ends.
+func (b *Bundle) fetchPart(ctx context.Context, l Layer) (io.ReadCloser, error) {
+	rc, err := b.fetchRaw(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	id, p := "pull "+string(l.Kind), b.progress
+	return &struct {
+		pipe.CountingReader
+		io.Closer
+	}{pipe.CountingReader{R: rc, OnRead: func(n int64) { p.Add(id, n) }}, rc}, nil
+}
+
+func (b *Bundle) fetchRaw(ctx context.Context, l Layer) (io.ReadCloser, error) {
 	rc, err := b.src.Fetch(ctx, l.Descriptor)
 	if err != nil {
 		if oci.IsNotFound(err) {
@@ -315,10 +394,90 @@ func (b *Bundle) fetch(ctx context.Context, l Layer) (io.ReadCloser, error) {
 		}
 		return nil, fmt.Errorf("fetch %s layer %s: %w", l.Kind, l.Descriptor.Digest, err)
 	}
-	id := "pull " + string(l.Kind)
-	b.progress.Start(id, id, l.Descriptor.Size)
-	p := b.progress
-	return &progressReadCloser{CountingReader: pipe.CountingReader{R: rc, OnRead: func(n int64) { p.Add(id, n) }}, p: p, id: id, c: rc}, nil
+	return rc, nil
+}
+
+// part is the layer of one part, as openBlob reads it.
+func (l Layer) part(i int) Layer {
+	l.Descriptor, l.Parts = l.Parts[i], l.Parts[i:i+1]
+	return l
+}
+
+// partsReader joins the plaintexts of a layer's parts. Each part is read as
+// a layer of its own: it ends with io.EOF only once its blob verified and
+// its age and zstd streams ended cleanly; then the next part is opened.
+type partsReader struct {
+	ctx context.Context
+	b   *Bundle
+	l   Layer
+	id  string
+	i   int // the part cur reads
+	cur *layerReader
+	err error
+}
+
+func (r *partsReader) next() error {
+	lr, err := r.b.openBlob(r.ctx, r.l.part(r.i), r.b.fetchPart)
+	if err != nil {
+		return err
+	}
+	r.cur = lr
+	return nil
+}
+
+func (r *partsReader) Read(p []byte) (int, error) {
+	for r.err == nil {
+		n, err := r.cur.Read(p)
+		switch {
+		case err == nil:
+			return n, nil
+		case !errors.Is(err, io.EOF):
+			r.err = err
+		case r.i+1 == len(r.l.Parts):
+			r.err = io.EOF
+		default:
+			_ = r.cur.Close()
+			r.cur = nil
+			r.i++
+			if oerr := r.next(); oerr != nil {
+				r.err = oerr
+			}
+		}
+		if n > 0 || r.err != nil {
+			return n, r.err
+		}
+	}
+	return 0, r.err
+}
+
+// DrainStored checks the stored bytes of the rest of the layer: the current
+// part's and every later part's (see files.StoredDrainer).
+func (r *partsReader) DrainStored() error {
+	if r.cur != nil {
+		if err := r.cur.DrainStored(); err != nil {
+			return err
+		}
+	}
+	for i := r.i + 1; i < len(r.l.Parts); i++ {
+		if err := r.b.verifyPartStored(r.ctx, r.l.part(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *partsReader) Close() error {
+	var err error
+	if r.cur != nil {
+		err = r.cur.Close()
+		r.cur = nil
+	}
+	var done error
+	if !errors.Is(r.err, io.EOF) {
+		done = r.err
+	}
+	r.b.progress.Done(r.id, done)
+	return err
 }
 
 // ageError classifies a failure of the age header: no identity matches (a

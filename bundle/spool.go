@@ -32,7 +32,7 @@ import (
 // are removed after a successful push, and pruned after spoolMaxAge.
 
 const (
-	spoolVersion = 1
+	spoolVersion = 2                  // 2: the files layer in parts
 	spoolMaxAge  = 7 * 24 * time.Hour // distribution's default upload purge age
 	spoolTempAge = time.Hour          // a blob without a record: its run was killed
 )
@@ -70,15 +70,23 @@ type spoolEntry struct {
 	Kind    LayerKind `json:"kind"`
 	// Source is what the layer was made from (the data directory), so that
 	// a successful push can drop the records of earlier attempts on it.
-	Source     string             `json:"source"`
+	Source string `json:"source"`
+	// Parts are the layer's blobs, in order (one for a layer in one part).
+	Parts      []spoolPart `json:"parts"`
+	PlainBytes int64       `json:"plainBytes"`
+	// Blob is true when the ciphertext is in the spool (encrypted layers).
+	Blob       bool       `json:"blob"`
+	Files      *FilesInfo `json:"files,omitempty"`
+	ClusterIDs []string   `json:"clusterIDs,omitempty"`
+	Created    time.Time  `json:"created"`
+}
+
+// spoolPart is one blob of a spooled layer, with the upload session of an
+// interrupted upload to resume.
+type spoolPart struct {
 	Descriptor ocispec.Descriptor `json:"descriptor"`
 	PlainBytes int64              `json:"plainBytes"`
-	// Blob is true when the ciphertext is in the spool (encrypted layers).
-	Blob       bool               `json:"blob"`
-	Files      *FilesInfo         `json:"files,omitempty"`
-	ClusterIDs []string           `json:"clusterIDs,omitempty"`
 	Session    *oci.UploadSession `json:"session,omitempty"`
-	Created    time.Time          `json:"created"`
 }
 
 type spool struct {
@@ -104,6 +112,11 @@ func openSpool(dir string) (*spool, error) {
 
 func (s *spool) path(key, ext string) string { return filepath.Join(s.dir, key+ext) }
 
+// partPath is the file of part i (from 0) of the layer key names.
+func (s *spool) partPath(key string, i int) string {
+	return s.path(key, fmt.Sprintf(".%04d.blob", i+1))
+}
+
 // prune removes records older than spoolMaxAge with their blobs, and blobs
 // without a record older than spoolTempAge (a run killed while producing),
 // unless a running push holds their lock.
@@ -124,7 +137,7 @@ func (s *spool) prune() {
 		}
 		age := now.Sub(info.ModTime())
 		stale := ext == "json" && age > spoolMaxAge
-		if ext == "blob" && age > spoolTempAge {
+		if strings.HasSuffix(ext, "blob") && age > spoolTempAge {
 			_, err := os.Stat(s.path(key, ".json"))
 			stale = err != nil
 		}
@@ -215,8 +228,13 @@ func (s *spool) load(key string) *spoolEntry {
 		return nil
 	}
 	var e spoolEntry
-	if json.Unmarshal(b, &e) != nil || e.Version != spoolVersion || e.Descriptor.Digest.Validate() != nil {
+	if json.Unmarshal(b, &e) != nil || e.Version != spoolVersion || len(e.Parts) == 0 || len(e.Parts) > maxFilesParts {
 		return nil
+	}
+	for _, p := range e.Parts {
+		if p.Descriptor.Digest.Validate() != nil {
+			return nil
+		}
 	}
 	return &e
 }
@@ -237,17 +255,25 @@ func (s *spool) save(key string, e *spoolEntry) error {
 
 func (s *spool) drop(key string) {
 	_ = os.Remove(s.path(key, ".json"))
-	_ = os.Remove(s.path(key, ".blob"))
+	s.dropBlobs(key)
 }
 
-// verifyBlob checks the spooled file against the record: size and digest.
-func (s *spool) verifyBlob(key string, e *spoolEntry) error {
-	f, err := os.Open(s.path(key, ".blob"))
+// dropBlobs removes the key's part files.
+func (s *spool) dropBlobs(key string) {
+	names, _ := filepath.Glob(filepath.Join(s.dir, key+".*blob"))
+	for _, n := range names {
+		_ = os.Remove(n)
+	}
+}
+
+// verifyBlob checks a spooled file against its descriptor: size and digest.
+func (s *spool) verifyBlob(path string, desc ocispec.Descriptor, kind LayerKind) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	v, err := newVerifier(f, e.Descriptor, string(e.Kind))
+	v, err := newVerifier(f, desc, string(kind))
 	if err != nil {
 		return err
 	}

@@ -35,10 +35,13 @@ type VerifyReport struct {
 
 // LayerReport is one verified layer.
 type LayerReport struct {
-	Kind      LayerKind `json:"kind"`
-	Digest    string    `json:"digest"`
-	Size      int64     `json:"size"`
-	Encrypted bool      `json:"encrypted"`
+	Kind LayerKind `json:"kind"`
+	// Digest is the layer's blob's, or its first part's; Size the sum of
+	// its parts, Parts their number when more than one.
+	Digest    string `json:"digest"`
+	Size      int64  `json:"size"`
+	Parts     int    `json:"parts,omitempty"`
+	Encrypted bool   `json:"encrypted"`
 	// Decoded is true when the plaintext was decrypted and decoded strictly;
 	// false means only the stored bytes were checked (no identity, or a kind
 	// of a newer minor version).
@@ -66,7 +69,10 @@ func (b *Bundle) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport,
 	reports := make([]LayerReport, len(b.Layers))
 	for _, i := range verifyOrder(b.Layers) {
 		l := b.Layers[i]
-		lr := LayerReport{Kind: l.Kind, Digest: l.Descriptor.Digest.String(), Size: l.Descriptor.Size, Encrypted: l.Encrypted}
+		lr := LayerReport{Kind: l.Kind, Digest: l.Descriptor.Digest.String(), Size: l.Size(), Encrypted: l.Encrypted}
+		if len(l.Parts) > 1 {
+			lr.Parts = len(l.Parts)
+		}
 		var err error
 		if !l.Known || (l.Encrypted && len(b.identities) == 0) {
 			err = b.verifyStored(ctx, l)
@@ -97,7 +103,28 @@ func verifyOrder(layers []Layer) []int {
 }
 
 func (b *Bundle) verifyStored(ctx context.Context, l Layer) error {
-	rc, err := b.fetch(ctx, l)
+	if len(l.Parts) > 1 {
+		id := "pull " + string(l.Kind)
+		b.progress.Start(id, id, l.Size())
+		var err error
+		for i := range l.Parts {
+			if err = b.verifyPartStored(ctx, l.part(i)); err != nil {
+				break
+			}
+		}
+		b.progress.Done(id, err)
+		return err
+	}
+	return b.verifyBlobStored(ctx, l, b.fetch)
+}
+
+// verifyPartStored checks one part's stored bytes (within the layer's step).
+func (b *Bundle) verifyPartStored(ctx context.Context, l Layer) error {
+	return b.verifyBlobStored(ctx, l, b.fetchPart)
+}
+
+func (b *Bundle) verifyBlobStored(ctx context.Context, l Layer, fetch func(context.Context, Layer) (io.ReadCloser, error)) error {
+	rc, err := fetch(ctx, l)
 	if err != nil {
 		return err
 	}

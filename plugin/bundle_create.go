@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ type BundleCreateOptions struct {
 	SigningKey   string
 	Created      string
 	ServiceImage string
+	PartSize     string
 
 	// Resolved by Complete.
 	ref        oci.Reference
@@ -49,8 +51,15 @@ recipients, and streamed: memory stays flat whatever the data size.
 An encrypted push to a registry keeps the files layer's ciphertext in a spool
 (--spool-dir) until the push succeeds: if it is interrupted, run the same
 command again and it resumes, without reading, compressing or encrypting the
-files again when they did not change. The spool holds ciphertext only and is
+files again when they did not change. The spool keeps ciphertext only and is
 emptied by a successful push; --no-spool streams without it.
+
+The files layer is cut into parts of --part-size of plaintext (format 1.2), each
+its own blob, uploaded side by side: a registry hashes each blob on one core as
+it arrives, so parts in parallel push faster. A smaller tree stays one blob.
+Through a spool, parts are written to it and uploaded once whole; an
+unencrypted push passes them through files there that are removed as soon as
+each part is uploaded.
 
 The bundle holds secrets (pull secrets, the kubeadmin password, Secret data), so a
 registry target needs --recipient/--recipients-file, or an explicit --no-encryption.
@@ -85,6 +94,7 @@ unless --allow-unsigned. Make a key pair with
 	fs.StringVar(&o.SigningKey, "signing-key", "", "Sign the bundle with this PEM PKCS#8 private key (ed25519 or ECDSA P-256, e.g. from 'openssl genpkey -algorithm ed25519')")
 	fs.StringVar(&o.Created, "created", "", "Creation time (RFC 3339 or Unix seconds) for reproducible digests; default SOURCE_DATE_EPOCH, else now")
 	fs.StringVar(&o.ServiceImage, "assisted-service-image", "", "Record this assisted-service image in the metadata")
+	fs.StringVar(&o.PartSize, "part-size", "128Mi", "Plaintext of one part of the files layer (at least 1Mi); parts are uploaded side by side")
 	env.Kube.AddFlags(fs)
 	_ = cmd.MarkFlagRequired("to")
 	return wire(env, cmd, o)
@@ -99,8 +109,24 @@ func (o *BundleCreateOptions) Validate() error {
 		return clierr.New(errors.New("refusing to push an unencrypted bundle to a registry: it holds pull secrets, the kubeadmin password and Secret data"),
 			"Give --recipient KEY or --recipients-file FILE (age public keys), or --no-encryption if the registry is trusted.", clierr.ExitUsage)
 	}
+	if _, err := parsePartSize(o.PartSize); err != nil {
+		return usageErr(o.cmd, err)
+	}
 	_, err := parseCreated(o.Created)
 	return err
+}
+
+// parsePartSize reads --part-size: a byte quantity (128Mi, 1Gi, 134217728).
+func parsePartSize(s string) (int64, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, fmt.Errorf("--part-size %q: %v (give bytes, or a quantity such as 64Mi or 1Gi)", s, err)
+	}
+	n, ok := q.AsInt64()
+	if !ok || n < bundle.MinPartSize {
+		return 0, fmt.Errorf("--part-size %q: below the minimum of 1Mi", s)
+	}
+	return n, nil
 }
 
 // resolve reads the files the flags name (recipients, signing key, the
@@ -128,6 +154,9 @@ func (o *BundleCreateOptions) resolve() error {
 	c := in.create
 	c.Recipients, c.Created, c.Spool.Dir = in.recipients, created, in.spoolDir
 	c.Creator, c.AssistedServiceImage = "kubectl-assisted "+CurrentVersion().Version, o.ServiceImage
+	if c.PartSize, err = parsePartSize(o.PartSize); err != nil {
+		return usageErr(cmd, err)
+	}
 	if o.SigningKey != "" {
 		if c.SigningKey, err = readSigningKey(o.SigningKey); err != nil {
 			return usageErr(cmd, err)
@@ -223,13 +252,16 @@ type BundleCreateResult struct {
 
 // BundleLayerResult is one layer in a result.
 type BundleLayerResult struct {
-	Kind            bundle.LayerKind `json:"kind"`
-	MediaType       string           `json:"mediaType"`
-	Digest          string           `json:"digest"`
-	Size            int64            `json:"size"`
-	PlainBytes      int64            `json:"plainBytes,omitempty"`
-	Reused          string           `json:"reused,omitempty"`
-	DurationSeconds float64          `json:"durationSeconds,omitempty"`
+	Kind       bundle.LayerKind `json:"kind"`
+	MediaType  string           `json:"mediaType"`
+	Digest     string           `json:"digest"`
+	Size       int64            `json:"size"`
+	PlainBytes int64            `json:"plainBytes,omitempty"`
+	Reused     string           `json:"reused,omitempty"`
+	// Parts are the blobs of a layer in several parts; Digest is then the
+	// first's, Size and PlainBytes the sums.
+	Parts           []bundle.PartResult `json:"parts,omitempty"`
+	DurationSeconds float64             `json:"durationSeconds,omitempty"`
 }
 
 func newCreateResult(r *bundle.Result, encrypted bool) *BundleCreateResult {
@@ -240,7 +272,7 @@ func newCreateResult(r *bundle.Result, encrypted bool) *BundleCreateResult {
 		Layers: []BundleLayerResult{}, Spool: r.Spool, Signer: r.Signer,
 	}
 	for _, l := range r.Layers {
-		out.Layers = append(out.Layers, BundleLayerResult{Kind: l.Kind, MediaType: l.MediaType, Digest: l.Digest, Size: l.Size, PlainBytes: l.PlainBytes, Reused: l.Reused, DurationSeconds: seconds(l.Duration)})
+		out.Layers = append(out.Layers, BundleLayerResult{Kind: l.Kind, MediaType: l.MediaType, Digest: l.Digest, Size: l.Size, PlainBytes: l.PlainBytes, Reused: l.Reused, Parts: l.Parts, DurationSeconds: seconds(l.Duration)})
 	}
 	return out
 }
@@ -259,7 +291,11 @@ func printCreateResult(w io.Writer, r *BundleCreateResult) error {
 		if l.Reused != "" {
 			reused = "  [spooled by an earlier run: " + l.Reused + "]"
 		}
-		fmt.Fprintf(w, "  %-10s %s  %s (from %s)%s\n", l.Kind, l.Digest, humanBytes(l.Size), humanBytes(l.PlainBytes), reused)
+		parts := ""
+		if len(l.Parts) > 1 {
+			parts = fmt.Sprintf(" in %d parts", len(l.Parts))
+		}
+		fmt.Fprintf(w, "  %-10s %s  %s (from %s)%s%s\n", l.Kind, l.Digest, humanBytes(l.Size), humanBytes(l.PlainBytes), parts, reused)
 	}
 	return nil
 }

@@ -87,6 +87,15 @@ type BundleLayerInspect struct {
 	Digest    string           `json:"digest"`
 	Size      int64            `json:"size"`
 	Encrypted bool             `json:"encrypted"`
+	// Parts are the blobs of a layer in several parts (format 1.2): Digest
+	// is then the first's, Size the sum.
+	Parts []BundlePart `json:"parts,omitempty"`
+}
+
+// BundlePart is one blob of a layer in parts.
+type BundlePart struct {
+	Digest string `json:"digest"`
+	Size   int64  `json:"size"`
 }
 
 // Run opens the bundle (manifest and metadata only) and prints it.
@@ -109,7 +118,13 @@ func (o *BundleInspectOptions) Run(ctx context.Context) error {
 		Layers: []BundleLayerInspect{}, Signature: b.Signature,
 	}
 	for _, l := range b.Layers {
-		out.Layers = append(out.Layers, BundleLayerInspect{Kind: l.Kind, MediaType: l.Descriptor.MediaType, Digest: l.Descriptor.Digest.String(), Size: l.Descriptor.Size, Encrypted: l.Encrypted})
+		li := BundleLayerInspect{Kind: l.Kind, MediaType: l.Descriptor.MediaType, Digest: l.Descriptor.Digest.String(), Size: l.Size(), Encrypted: l.Encrypted}
+		if len(l.Parts) > 1 {
+			for _, p := range l.Parts {
+				li.Parts = append(li.Parts, BundlePart{Digest: p.Digest.String(), Size: p.Size})
+			}
+		}
+		out.Layers = append(out.Layers, li)
 	}
 	if o.Output.Machine() {
 		return o.Output.Print(env.Streams.Out, out)
@@ -139,6 +154,12 @@ func printInspection(w io.Writer, r *BundleInspection) error {
 	fmt.Fprintln(w, "Layers:")
 	for _, l := range r.Layers {
 		fmt.Fprintf(w, "  %-10s %-10s %s  %s\n", l.Kind, humanBytes(l.Size), l.Digest, l.MediaType)
+		if len(l.Parts) > 1 {
+			fmt.Fprintf(w, "  %-10s in %d parts (their plaintexts, joined, are the layer's):\n", "", len(l.Parts))
+			for i, p := range l.Parts {
+				fmt.Fprintf(w, "  %-10s %4d %-10s %s\n", "", i+1, humanBytes(p.Size), p.Digest)
+			}
+		}
 	}
 	if d := m.Database; d != nil {
 		var rows int64

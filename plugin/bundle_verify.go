@@ -104,6 +104,9 @@ func printVerification(w io.Writer, r *BundleVerification) error {
 				what = fmt.Sprintf("digest, size and decoding (%d entries, %s plaintext)", l.Entries, humanBytes(l.PlainBytes))
 			}
 		}
+		if l.Parts > 1 {
+			what += fmt.Sprintf(", %d parts", l.Parts)
+		}
 		fmt.Fprintf(w, "  %-10s ok: %s\n", l.Kind, what)
 	}
 	if !r.Decrypted {

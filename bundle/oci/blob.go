@@ -418,7 +418,12 @@ func pushFile(ctx context.Context, repo *remote.Repository, desc ocispec.Descrip
 			return &UploadError{Session: u.Session(), Err: err}
 		}
 		// A resumed session that does not complete (the registry kept a
-		// different prefix, or dropped it): start over once.
+		// different prefix, or dropped it): start over once. Should the
+		// registry be unreachable by then, the session that failed is the
+		// one to resume later (the DELETE did not reach it either).
+		if s := u.Session(); s != nil {
+			session = s
+		}
 		u.cancel()
 		resumed = false
 	}

@@ -46,6 +46,9 @@ type resumeResult struct {
 		Digest string `json:"digest"`
 		Size   int64  `json:"size"`
 		Reused string `json:"reused"`
+		Parts  []struct {
+			Digest string `json:"digest"`
+		} `json:"parts"`
 	} `json:"layers"`
 	Spool *struct {
 		Dir    string `json:"dir"`
@@ -64,7 +67,15 @@ type resumeResult struct {
 // spooled ciphertext and resumes the registry's upload session: it sends
 // fewer bytes than the first run, and the bundle verifies with the identity.
 func TestBundle_ResumePushAfterNetworkCut(t *testing.T) {
-	testResumePush(t, harness.StartInProcessRegistry(t), true)
+	testResumePush(t, harness.StartInProcessRegistry(t), true, "")
+}
+
+// TestBundle_ResumePushInParts is the same with the files layer in parts of
+// 8 MiB (about 6 blobs, uploaded side by side): the cut fails several
+// uploads; the spool holds every part, and the rerun sends only what the
+// registry lacks, resuming the sessions it kept.
+func TestBundle_ResumePushInParts(t *testing.T) {
+	testResumePush(t, harness.StartInProcessRegistry(t), true, "8Mi")
 }
 
 // TestBundle_ResumePushDockerRegistry is the same against Debian's
@@ -73,10 +84,12 @@ func TestBundle_ResumePushAfterNetworkCut(t *testing.T) {
 // rerun cannot resume the session, so it uploads the spooled ciphertext in a
 // new one, without reading, compressing or encrypting the files again.
 func TestBundle_ResumePushDockerRegistry(t *testing.T) {
-	testResumePush(t, harness.StartDockerRegistry(t, harness.DockerRegistryOptions{}), false)
+	testResumePush(t, harness.StartDockerRegistry(t, harness.DockerRegistryOptions{}), false, "")
 }
 
-func testResumePush(t *testing.T, reg *harness.Registry, sessionKept bool) {
+// testResumePush cuts the link 30 MiB into the push; partSize, when given,
+// is --part-size.
+func testResumePush(t *testing.T, reg *harness.Registry, sessionKept bool, partSize string) {
 	p := harness.NewPlugin(t)
 	key, recipient := ageKey(t)
 	const kubeadminPassword = "kubeadmin-pw-RESUME-7d1e"
@@ -86,6 +99,11 @@ func testResumePush(t *testing.T, reg *harness.Registry, sessionKept bool) {
 	viaProxy.Host = proxy.Addr
 	ref := viaProxy.Ref("assisted/node0", "v1")
 	args := append([]string{"bundle", "create", "--to", ref, "--data-dir", data, "--recipient", recipient, "--signing-key", signingKeyFile(t), "-o", "json"}, registryArgs(&viaProxy)...)
+	wantBlobs := 1
+	if partSize != "" {
+		args = append(args, "--part-size", partSize)
+		wantBlobs = bulkSize/(8<<20) + 1 // 6 full parts of the bulk file, then the rest of the tree
+	}
 
 	// First run: the link goes down 30 MiB into the upload.
 	proxy.CutUpAfter(30 << 20)
@@ -104,7 +122,7 @@ func testResumePush(t *testing.T, reg *harness.Registry, sessionKept bool) {
 	}
 	firstBytes := proxy.Up()
 	spool := filepath.Join(p.Home, ".cache", "kubectl-assisted", "spool")
-	assertSpoolCiphertextOnly(t, spool, kubeadminPassword)
+	assertSpoolCiphertextOnly(t, spool, kubeadminPassword, wantBlobs)
 
 	// Second run, network back: the same command completes.
 	proxy.Restore()
@@ -115,6 +133,9 @@ func testResumePush(t *testing.T, reg *harness.Registry, sessionKept bool) {
 		t.Fatalf("second push result: %v\n%s", err, second.Stdout)
 	}
 	how := res.Layers[0].Reused
+	if partSize != "" && len(res.Layers[0].Parts) != wantBlobs {
+		t.Fatalf("second push: %d parts, want %d\n%s", len(res.Layers[0].Parts), wantBlobs, second.Stdout)
+	}
 	t.Logf("first run sent %d bytes, second %d (files blob %d bytes, reused: %s)", firstBytes, secondBytes, res.Layers[0].Size, how)
 	if sessionKept {
 		if how != "resumed" {
@@ -141,7 +162,7 @@ func testResumePush(t *testing.T, reg *harness.Registry, sessionKept bool) {
 // assertSpoolCiphertextOnly checks what a failed push left in the spool: a
 // record and a blob, private, and no plaintext (the kubeadmin password of
 // the data must not appear in any file).
-func assertSpoolCiphertextOnly(t *testing.T, dir, secret string) {
+func assertSpoolCiphertextOnly(t *testing.T, dir, secret string, wantBlobs int) {
 	t.Helper()
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -175,8 +196,8 @@ func assertSpoolCiphertextOnly(t *testing.T, dir, secret string) {
 			}
 		}
 	}
-	if blobs != 1 {
-		t.Fatalf("spool after the failed push holds %d blobs, want 1: %v", blobs, names)
+	if blobs != wantBlobs {
+		t.Fatalf("spool after the failed push holds %d blobs, want %d: %v", blobs, wantBlobs, names)
 	}
 }
 

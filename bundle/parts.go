@@ -1,0 +1,429 @@
+package bundle
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"sync"
+
+	"filippo.io/age"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+)
+
+// The files layer in parts (format 1.2). A registry takes one blob as one
+// ordered stream: distribution hashes it on one core as it arrives, so a
+// single blob of a GiB uploads at that core's pace however many the registry
+// has. The files layer is therefore cut into parts of a fixed amount of
+// plaintext, each a blob of its own (a zstd stream in an age stream, like a
+// whole layer), and the parts are uploaded side by side. The tar is the
+// concatenation of the parts' plaintexts in manifest order. A layer that fits
+// in one part is written exactly as format 1.1 wrote it.
+const (
+	// DefaultPartSize is the plaintext of one part of the files layer.
+	DefaultPartSize int64 = 128 << 20
+	// MinPartSize is the smallest part size Create accepts.
+	MinPartSize int64 = 1 << 20
+	// maxFilesParts caps the parts of a layer (writer and reader): the
+	// manifest stays small and a part's number has four digits.
+	maxFilesParts = 9999
+	// partUploads is how many parts are uploaded at a time.
+	partUploads = 4
+)
+
+// partState is one part: its plaintext size and, once it is whole, its
+// descriptor; in file mode, its file and the result of its upload.
+type partState struct {
+	file  string
+	plain int64
+	desc  ocispec.Descriptor
+	sent  int64
+	err   error
+}
+
+// openPart is the part being produced.
+type openPart struct {
+	st *partState
+	n  int64 // plaintext in it so far
+	// stream mode
+	bw oci.BlobWriter
+	// file mode
+	f  *os.File
+	hw *sumWriter
+	aw *pipe.AsyncWriter
+}
+
+// partsWriter writes a layer as parts of size plaintext bytes. It is the
+// destination of files.Write (a files.RawHinter). One encoder serves every
+// part in turn (parts are produced in order); a part ends after exactly size
+// bytes of plaintext, so where the parts end, like where the zstd frames end,
+// depends only on the byte count.
+//
+// In stream mode (file == nil) each part is a blob of w, written as it is
+// produced and committed before the next begins. In file mode each part is
+// written to the file file(i) names, hashed on the way, and once whole it is
+// queued for upload: up to partUploads parts are uploaded at a time while
+// the next ones are produced. keep leaves the files for the spool (resume);
+// otherwise each is removed once uploaded.
+type partsWriter struct {
+	ctx        context.Context
+	cancel     context.CancelFunc
+	w          oci.Writer
+	rw         oci.Resumer
+	mediaType  string
+	size       int64
+	lw         *layerWriter
+	file       func(i int) string
+	keep       bool
+	onUpload   func(int64)
+	parts      []*partState
+	cur        *openPart
+	stored     bool
+	raw        int64
+	queue      chan *partState
+	wg         sync.WaitGroup
+	mu         sync.Mutex
+	uploadErr  error // the first failed upload (file mode)
+	streamErr  error // a failed commit (stream mode)
+	closed     bool
+	encoderEnd bool
+}
+
+func newPartsWriter(ctx context.Context, w oci.Writer, mediaType string, recipients []age.Recipient, size int64, file func(int) string, keep bool, onUpload func(int64)) (*partsWriter, error) {
+	if size < MinPartSize {
+		return nil, fmt.Errorf("part size %d is below the minimum of %d bytes", size, MinPartSize)
+	}
+	pw := &partsWriter{w: w, mediaType: mediaType, size: size, file: file, keep: keep, onUpload: onUpload}
+	if file != nil {
+		rw, ok := w.(oci.Resumer)
+		if !ok {
+			return nil, errors.New("parts in files need a registry target")
+		}
+		pw.rw = rw
+	}
+	pw.ctx, pw.cancel = context.WithCancel(ctx)
+	lw, err := newLayerEncoder(recipients)
+	if err != nil {
+		pw.cancel()
+		return nil, err
+	}
+	pw.lw = lw
+	return pw, nil
+}
+
+func (w *partsWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		if w.cur == nil {
+			if err := w.open(); err != nil {
+				return n, err
+			}
+		}
+		k := int(min(int64(len(p)), w.size-w.cur.n))
+		m, err := w.lw.Write(p[:k])
+		n, w.cur.n, w.raw = n+m, w.cur.n+int64(m), w.raw+int64(m)
+		if err != nil {
+			return n, w.writeErr(err)
+		}
+		p = p[m:]
+		if w.cur.n == w.size {
+			if err := w.endPart(); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// StoreRaw is files.RawHinter: the mode carries over into the next part.
+func (w *partsWriter) StoreRaw(raw bool) error {
+	w.stored = raw
+	if w.cur == nil {
+		return nil
+	}
+	return w.lw.StoreRaw(raw)
+}
+
+// writeErr names the spool file when writing it failed.
+func (w *partsWriter) writeErr(err error) error {
+	if w.cur != nil && w.cur.f != nil && w.cur.aw.Err() != nil {
+		return fmt.Errorf("spool %s: %w (give --spool-dir on a filesystem with room for the layer, or --no-spool)", w.cur.st.file, err)
+	}
+	return err
+}
+
+func (w *partsWriter) open() error {
+	i := len(w.parts)
+	if i == maxFilesParts {
+		return fmt.Errorf("the layer needs more than %d parts of %d bytes: give a larger part size", maxFilesParts, w.size)
+	}
+	if err := w.failed(); err != nil && !w.keep {
+		return err // not kept for a rerun: stop producing what cannot be sent
+	}
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	op := &openPart{st: &partState{}}
+	var dst io.Writer
+	if w.file != nil {
+		op.st.file = w.file(i)
+		f, err := os.OpenFile(op.st.file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+		op.f, op.hw = f, &sumWriter{w: f, h: sha256.New()}
+		op.aw = pipe.NewAsyncWriter(op.hw, 256<<10, 8)
+		dst = op.aw
+	} else {
+		bw, err := w.w.NewBlob(w.ctx, w.mediaType, oci.BlobOptions{OnUpload: w.onUpload})
+		if err != nil {
+			return err
+		}
+		op.bw, dst = bw, bw
+	}
+	w.parts = append(w.parts, op.st)
+	w.cur = op
+	if err := w.lw.begin(dst); err != nil {
+		return err
+	}
+	if w.stored {
+		return w.lw.StoreRaw(true)
+	}
+	return nil
+}
+
+// endPart completes the open part: committed (stream mode) or queued for
+// upload (file mode).
+func (w *partsWriter) endPart() error {
+	op := w.cur
+	w.cur = nil
+	op.st.plain = op.n
+	err := w.lw.end()
+	if op.bw != nil {
+		if err != nil {
+			op.bw.Abort()
+			return err
+		}
+		if op.st.desc, err = op.bw.Commit(); err != nil {
+			w.streamErr = err
+			return err
+		}
+		return nil
+	}
+	if cerr := op.aw.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := op.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("spool %s: %w (give --spool-dir on a filesystem with room for the layer, or --no-spool)", op.st.file, err)
+	}
+	op.st.desc = ocispec.Descriptor{MediaType: w.mediaType, Digest: digest.NewDigest(digest.SHA256, op.hw.h), Size: op.hw.n}
+	w.enqueue(op.st)
+	return nil
+}
+
+func (w *partsWriter) enqueue(st *partState) {
+	if w.queue == nil {
+		w.queue = make(chan *partState, maxFilesParts)
+		for range partUploads {
+			w.wg.Add(1)
+			go w.uploader()
+		}
+	}
+	w.queue <- st
+}
+
+func (w *partsWriter) uploader() {
+	defer w.wg.Done()
+	for st := range w.queue {
+		if err := w.ctx.Err(); err != nil {
+			st.err = err
+			continue
+		}
+		st.sent, st.err = w.rw.PushFile(w.ctx, st.desc, st.file, nil, w.onUpload)
+		if !w.keep {
+			_ = os.Remove(st.file)
+		}
+		if st.err != nil {
+			w.mu.Lock()
+			if w.uploadErr == nil {
+				w.uploadErr = st.err
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+func (w *partsWriter) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.uploadErr
+}
+
+// Close ends production: the last part is completed (a layer has at least
+// one part, an empty one if nothing was written). In file mode the uploads
+// may still run: wait returns their outcome.
+func (w *partsWriter) Close() error {
+	if w.closed {
+		return errors.New("parts writer already closed")
+	}
+	w.closed = true
+	var err error
+	if w.cur == nil && len(w.parts) == 0 {
+		err = w.open()
+	}
+	if err == nil && w.cur != nil {
+		err = w.endPart()
+	}
+	w.encoderEnd = true
+	if zerr := w.lw.zw.Close(); err == nil {
+		err = zerr
+	}
+	if w.streamErr != nil {
+		return w.streamErr // the upload's error, not the producer's echo of it
+	}
+	return err
+}
+
+// wait returns once every upload ended, with the first failure in part order.
+func (w *partsWriter) wait() error {
+	if w.queue != nil {
+		close(w.queue)
+		w.wg.Wait()
+		w.queue = nil
+	}
+	w.cancel()
+	for _, st := range w.parts {
+		if st.err != nil {
+			return st.err
+		}
+	}
+	return nil
+}
+
+// abort drops a layer whose production failed: the uploads stop, the open
+// part is dropped, and no part file is left (the layer is incomplete).
+func (w *partsWriter) abort() {
+	w.cancel()
+	if !w.encoderEnd {
+		w.encoderEnd = true
+		if w.cur != nil {
+			_ = w.lw.end() // into the open part, which is dropped next
+		}
+		_ = w.lw.zw.Close()
+	}
+	if op := w.cur; op != nil {
+		w.cur = nil
+		if op.bw != nil {
+			op.bw.Abort()
+		} else {
+			_ = op.aw.Close()
+			_ = op.f.Close()
+		}
+	}
+	_ = w.wait()
+	for _, st := range w.parts {
+		if st.file != "" {
+			_ = os.Remove(st.file)
+		}
+	}
+}
+
+// records are the parts for the spool's record, with the upload session of
+// each failed upload that has one (a rerun resumes it).
+func (w *partsWriter) records() []spoolPart {
+	out := make([]spoolPart, len(w.parts))
+	for i, st := range w.parts {
+		out[i] = spoolPart{Descriptor: st.desc, PlainBytes: st.plain}
+		var ue *oci.UploadError
+		if errors.As(st.err, &ue) {
+			out[i].Session = ue.Session
+		}
+	}
+	return out
+}
+
+func (w *partsWriter) descriptors() []ocispec.Descriptor {
+	out := make([]ocispec.Descriptor, len(w.parts))
+	for i, st := range w.parts {
+		out[i] = st.desc
+	}
+	return out
+}
+
+// sumWriter hashes and counts what goes to w.
+type sumWriter struct {
+	w io.Writer
+	h hash.Hash
+	n int64
+}
+
+func (s *sumWriter) Write(p []byte) (int, error) {
+	s.h.Write(p)
+	n, err := s.w.Write(p)
+	s.n += int64(n)
+	return n, err
+}
+
+// partTitle is a part's org.opencontainers.image.title: the layer's own
+// title for a layer in one part, else numbered so that the files `oras pull`
+// writes sort in order (files.part0001.tar.zst.age, ...).
+func partTitle(kind LayerKind, encrypted bool, i, n int) string {
+	if n == 1 {
+		return kind.title(encrypted)
+	}
+	t := fmt.Sprintf("%s.part%04d.tar.zst", kind, i+1)
+	if encrypted {
+		t += ".age"
+	}
+	return t
+}
+
+// layerDescriptors annotates a layer's parts for the manifest.
+func layerDescriptors(kind LayerKind, encrypted bool, parts []ocispec.Descriptor) []ocispec.Descriptor {
+	out := make([]ocispec.Descriptor, len(parts))
+	for i, d := range parts {
+		d.Annotations = layerAnnotations(kind, encrypted)
+		d.Annotations[ocispec.AnnotationTitle] = partTitle(kind, encrypted, i, len(parts))
+		out[i] = d
+	}
+	return out
+}
+
+// PartResult is one part of a layer written in several (LayerResult.Parts).
+type PartResult struct {
+	Digest     string `json:"digest"`
+	Size       int64  `json:"size"`
+	PlainBytes int64  `json:"plainBytes"`
+}
+
+func partResults(parts []spoolPart) []PartResult {
+	if len(parts) < 2 {
+		return nil
+	}
+	out := make([]PartResult, len(parts))
+	for i, p := range parts {
+		out[i] = PartResult{Digest: p.Descriptor.Digest.String(), Size: p.Descriptor.Size, PlainBytes: p.PlainBytes}
+	}
+	return out
+}
+
+// randomKey names the files of a push that keeps nothing in the spool (a
+// plaintext layer's parts): like a record's key, so that prune removes what
+// a killed run left.
+func randomKey() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
