@@ -41,6 +41,7 @@ type layerWriter struct {
 	recipients []age.Recipient
 	aw         io.WriteCloser
 	as         *pipe.AsyncWriter
+	asBufs     [][]byte  // the buffers of the last blob's as, for the next
 	out        io.Writer // what zstd writes to
 	raw        int64     // plaintext bytes written
 	// stored is set between StoreRaw(true) and StoreRaw(false): the bytes
@@ -88,7 +89,11 @@ func (w *layerWriter) begin(dst io.Writer) error {
 			return fmt.Errorf("start encryption: %w", err)
 		}
 		w.aw = aw
-		w.as = pipe.NewAsyncWriter(aw, encryptBufSize, encryptBufs)
+		if w.asBufs != nil {
+			w.as, w.asBufs = pipe.NewAsyncWriterWith(aw, w.asBufs), nil
+		} else {
+			w.as = pipe.NewAsyncWriter(aw, encryptBufSize, encryptBufs)
+		}
 		out = w.as
 	}
 	w.out = out
@@ -144,6 +149,7 @@ func (w *layerWriter) end() error {
 		if aerr := w.as.Close(); err == nil {
 			err = aerr
 		}
+		w.asBufs = w.as.Release()
 	}
 	if w.aw != nil && err == nil {
 		err = w.aw.Close()

@@ -305,7 +305,7 @@ func (b *Bundle) openLayer(ctx context.Context, l Layer) (io.ReadCloser, error) 
 		id := "pull " + string(l.Kind)
 		b.progress.Start(id, id, l.Size())
 		pr := &partsReader{ctx: ctx, b: b, l: l, id: id}
-		if err := pr.next(); err != nil {
+		if err := pr.next(nil); err != nil {
 			b.progress.Done(id, err)
 			return nil, err
 		}
@@ -316,6 +316,20 @@ func (b *Bundle) openLayer(ctx context.Context, l Layer) (io.ReadCloser, error) 
 
 // openBlob streams the plaintext of l's one blob (l.Descriptor), fetched by fetch.
 func (b *Bundle) openBlob(ctx context.Context, l Layer, fetch func(context.Context, Layer) (io.ReadCloser, error)) (*layerReader, error) {
+	return b.openBlobWith(ctx, l, fetch, nil)
+}
+
+// readerParts are what the reader of one part leaves to the next: its zstd
+// decoder and prefetch buffers (the parts of a layer are read in turn).
+type readerParts struct {
+	zr   *zstd.Decoder
+	bufs [][]byte
+}
+
+func (b *Bundle) openBlobWith(ctx context.Context, l Layer, fetch func(context.Context, Layer) (io.ReadCloser, error), reuse *readerParts) (*layerReader, error) {
+	if reuse == nil {
+		reuse = &readerParts{}
+	}
 	rc, err := fetch(ctx, l)
 	if err != nil {
 		return nil, err
@@ -343,18 +357,26 @@ func (b *Bundle) openBlob(ctx context.Context, l Layer, fetch func(context.Conte
 	// A failure there is traced to its root cause in that goroutine (the
 	// verifier is only read by it): the blob is drained, and an altered blob
 	// is reported as such rather than as a decryption error.
-	pf := newPrefetcher(plain, func(err error) error {
+	pf := newPrefetcherWith(plain, func(err error) error {
 		if ie := v.drainErr(); ie != nil {
 			return ie
 		}
 		return err
-	})
+	}, reuse.bufs)
 	// One decoder goroutine (the caller's): the prefetcher already overlaps
 	// the input side, and zstd's own stages cost more in hand-offs than they
 	// gain here.
-	zr, err := zstd.NewReader(pf, zstd.WithDecoderMaxWindow(maxDecoderWindow), zstd.WithDecoderConcurrency(1))
+	zr := reuse.zr
+	if zr != nil {
+		err = zr.Reset(pf)
+	} else {
+		zr, err = zstd.NewReader(pf, zstd.WithDecoderMaxWindow(maxDecoderWindow), zstd.WithDecoderConcurrency(1))
+	}
 	if err != nil {
 		pf.Close(rc.Close)
+		if zr != nil {
+			zr.Close()
+		}
 		return nil, err
 	}
 	return &layerReader{kind: l.Kind, raw: rc, pf: pf, zr: zr}, nil
@@ -416,8 +438,8 @@ type partsReader struct {
 	err error
 }
 
-func (r *partsReader) next() error {
-	lr, err := r.b.openBlob(r.ctx, r.l.part(r.i), r.b.fetchPart)
+func (r *partsReader) next(reuse *readerParts) error {
+	lr, err := r.b.openBlobWith(r.ctx, r.l.part(r.i), r.b.fetchPart, reuse)
 	if err != nil {
 		return err
 	}
@@ -436,10 +458,10 @@ func (r *partsReader) Read(p []byte) (int, error) {
 		case r.i+1 == len(r.l.Parts):
 			r.err = io.EOF
 		default:
-			_ = r.cur.Close()
+			reuse := r.cur.detach()
 			r.cur = nil
 			r.i++
-			if oerr := r.next(); oerr != nil {
+			if oerr := r.next(reuse); oerr != nil {
 				r.err = oerr
 			}
 		}
@@ -606,4 +628,11 @@ func (l *layerReader) DrainStored() error {
 func (l *layerReader) Close() error {
 	l.zr.Close()
 	return l.pf.Close(l.raw.Close)
+}
+
+// detach closes a layer reader that reached its end but keeps its decoder
+// and buffers for the next part's.
+func (l *layerReader) detach() *readerParts {
+	_ = l.pf.Close(l.raw.Close)
+	return &readerParts{zr: l.zr, bufs: l.pf.release()}
 }

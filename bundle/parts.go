@@ -89,6 +89,7 @@ type partsWriter struct {
 	cur        *openPart
 	stored     bool
 	raw        int64
+	fileBufs   [][]byte // the last file part's buffers, for the next
 	queue      chan *partState
 	wg         sync.WaitGroup
 	mu         sync.Mutex
@@ -181,7 +182,11 @@ func (w *partsWriter) open() error {
 			return fmt.Errorf("spool: %w", err)
 		}
 		op.f, op.hw = f, &sumWriter{w: f, h: sha256.New()}
-		op.aw = pipe.NewAsyncWriter(op.hw, 256<<10, 8)
+		if w.fileBufs != nil {
+			op.aw, w.fileBufs = pipe.NewAsyncWriterWith(op.hw, w.fileBufs), nil
+		} else {
+			op.aw = pipe.NewAsyncWriter(op.hw, 256<<10, 8)
+		}
 		dst = op.aw
 	} else {
 		bw, err := w.w.NewBlob(w.ctx, w.mediaType, oci.BlobOptions{OnUpload: w.onUpload})
@@ -222,6 +227,7 @@ func (w *partsWriter) endPart() error {
 	if cerr := op.aw.Close(); err == nil {
 		err = cerr
 	}
+	w.fileBufs = op.aw.Release()
 	if cerr := op.f.Close(); err == nil {
 		err = cerr
 	}

@@ -40,17 +40,46 @@ type prefetched struct {
 // newPrefetcher starts reading src. onErr, when not nil, may replace a read
 // error (not io.EOF) by its root cause; it runs in the reading goroutine.
 func newPrefetcher(src io.Reader, onErr func(error) error) *prefetcher {
+	return newPrefetcherWith(src, onErr, nil)
+}
+
+// newPrefetcherWith is newPrefetcher with the buffers an earlier one
+// released (nil: new ones), for the parts of a layer read in turn.
+func newPrefetcherWith(src io.Reader, onErr func(error) error, bufs [][]byte) *prefetcher {
 	p := &prefetcher{
 		free:   make(chan []byte, prefetchBufs),
 		full:   make(chan prefetched, prefetchBufs),
 		done:   make(chan struct{}),
 		exited: make(chan struct{}),
 	}
-	for range prefetchBufs {
-		p.free <- make([]byte, prefetchSize)
+	for i := range prefetchBufs {
+		if i < len(bufs) {
+			p.free <- bufs[i]
+		} else {
+			p.free <- make([]byte, prefetchSize)
+		}
 	}
 	go p.run(src, onErr)
 	return p
+}
+
+// release returns the buffers of a closed prefetcher.
+func (p *prefetcher) release() [][]byte {
+	var bufs [][]byte
+	if p.buf != nil {
+		bufs = append(bufs, p.buf[:cap(p.buf)])
+		p.buf, p.cur = nil, nil
+	}
+	for {
+		select {
+		case b := <-p.free:
+			bufs = append(bufs, b[:cap(b)])
+		case c := <-p.full:
+			bufs = append(bufs, c.buf[:cap(c.buf)])
+		default:
+			return bufs
+		}
+	}
 }
 
 func (p *prefetcher) run(src io.Reader, onErr func(error) error) {

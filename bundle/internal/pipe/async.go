@@ -42,6 +42,46 @@ func NewAsyncWriter(dst io.Writer, size, n int) *AsyncWriter {
 	return w
 }
 
+// NewAsyncWriterWith is NewAsyncWriter with the given buffers (at least
+// one; their capacity is the buffer size), such as those Release returned:
+// a stream of several blobs in turn reuses one set.
+func NewAsyncWriterWith(dst io.Writer, bufs [][]byte) *AsyncWriter {
+	w := &AsyncWriter{
+		dst:    dst,
+		free:   make(chan []byte, len(bufs)),
+		full:   make(chan []byte, len(bufs)),
+		failed: make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	for _, b := range bufs[1:] {
+		w.free <- b[:0]
+	}
+	w.cur = bufs[0][:0]
+	go w.run()
+	return w
+}
+
+// Release returns the buffers of a closed writer, for NewAsyncWriterWith;
+// nil before Close.
+func (w *AsyncWriter) Release() [][]byte {
+	if !w.closed {
+		return nil
+	}
+	var bufs [][]byte
+	if w.cur != nil {
+		bufs = append(bufs, w.cur[:0])
+		w.cur = nil
+	}
+	for {
+		select {
+		case b := <-w.free:
+			bufs = append(bufs, b[:0])
+		default:
+			return bufs
+		}
+	}
+}
+
 func (w *AsyncWriter) run() {
 	defer close(w.done)
 	var err error
