@@ -375,9 +375,8 @@ func writeParts(ctx context.Context, w oci.Writer, kind LayerKind, recipients []
 	err = produce(pw)
 	if err == nil {
 		err = pw.Close()
-	} else if pw.streamErr != nil {
-		err = pw.streamErr // the upload's error, not the producer's echo of it
 	}
+	err = pw.cause(err)
 	if err != nil {
 		pw.abort()
 		p.Done(id, err)

@@ -3,17 +3,14 @@ package bundle
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
 	"sync"
 
 	"filippo.io/age"
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
@@ -58,7 +55,7 @@ type openPart struct {
 	bw oci.BlobWriter
 	// file mode
 	f  *os.File
-	hw *sumWriter
+	hw *oci.HashWriter
 	aw *pipe.AsyncWriter
 }
 
@@ -181,7 +178,7 @@ func (w *partsWriter) open() error {
 		if err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
-		op.f, op.hw = f, &sumWriter{w: f, h: sha256.New()}
+		op.f, op.hw = f, oci.NewHashWriter(f, nil)
 		if w.fileBufs != nil {
 			op.aw, w.fileBufs = pipe.NewAsyncWriterWith(op.hw, w.fileBufs), nil
 		} else {
@@ -234,7 +231,7 @@ func (w *partsWriter) endPart() error {
 	if err != nil {
 		return fmt.Errorf("spool %s: %w (give --spool-dir on a filesystem with room for the layer, or --no-spool)", op.st.file, err)
 	}
-	op.st.desc = ocispec.Descriptor{MediaType: w.mediaType, Digest: digest.NewDigest(digest.SHA256, op.hw.h), Size: op.hw.n}
+	op.st.desc = op.hw.Descriptor(w.mediaType)
 	w.enqueue(op.st)
 	return nil
 }
@@ -296,8 +293,14 @@ func (w *partsWriter) Close() error {
 	if zerr := w.lw.zw.Close(); err == nil {
 		err = zerr
 	}
+	return w.cause(err)
+}
+
+// cause gives a failed commit's own error (stream mode) in place of err,
+// which is then at most the producer's echo of it; else err.
+func (w *partsWriter) cause(err error) error {
 	if w.streamErr != nil {
-		return w.streamErr // the upload's error, not the producer's echo of it
+		return w.streamErr
 	}
 	return err
 }
@@ -366,20 +369,6 @@ func (w *partsWriter) descriptors() []ocispec.Descriptor {
 		out[i] = st.desc
 	}
 	return out
-}
-
-// sumWriter hashes and counts what goes to w.
-type sumWriter struct {
-	w io.Writer
-	h hash.Hash
-	n int64
-}
-
-func (s *sumWriter) Write(p []byte) (int, error) {
-	s.h.Write(p)
-	n, err := s.w.Write(p)
-	s.n += int64(n)
-	return n, err
 }
 
 // partTitle is a part's org.opencontainers.image.title: the layer's own

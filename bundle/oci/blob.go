@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"os"
 	"sync"
 
@@ -52,15 +53,22 @@ const (
 	storeBufs    = 8
 )
 
-// hashWriter hashes and counts what goes to w.
-type hashWriter struct {
-	w     interface{ Write([]byte) (int, error) }
+// HashWriter hashes and counts what goes to its writer, so that a blob's
+// descriptor is known the moment its last byte is written.
+type HashWriter struct {
+	w     io.Writer
 	h     hash.Hash
 	n     int64
 	after func(total int64)
 }
 
-func (h *hashWriter) Write(p []byte) (int, error) {
+// NewHashWriter returns a HashWriter onto w; after, when not nil, is called
+// with the running total after each write that wrote something.
+func NewHashWriter(w io.Writer, after func(total int64)) *HashWriter {
+	return &HashWriter{w: w, h: sha256.New(), after: after}
+}
+
+func (h *HashWriter) Write(p []byte) (int, error) {
 	h.h.Write(p)
 	n, err := h.w.Write(p)
 	h.n += int64(n)
@@ -68,6 +76,11 @@ func (h *hashWriter) Write(p []byte) (int, error) {
 		h.after(h.n)
 	}
 	return n, err
+}
+
+// Descriptor describes what was written, as a blob of mediaType.
+func (h *HashWriter) Descriptor(mediaType string) ocispec.Descriptor {
+	return ocispec.Descriptor{MediaType: mediaType, Digest: digest.NewDigest(digest.SHA256, h.h), Size: h.n}
 }
 
 // memChunks is how many chunks a memBlob holds: one being filled, one being
@@ -224,7 +237,7 @@ type spoolBlob struct {
 	cancel     context.CancelFunc
 	path       string
 	f          *os.File
-	hw         *hashWriter
+	hw         *HashWriter
 	aw         *pipe.AsyncWriter
 	u          *uploader
 	mediaType  string
@@ -254,7 +267,7 @@ func newSpoolBlob(ctx context.Context, repo *remote.Repository, mediaType string
 	u.ctx = ctx // the upload stops with Abort too
 	b := &spoolBlob{ctx: ctx, cancel: cancel, path: opts.SpoolFile, f: f, u: u, mediaType: mediaType, onUpload: opts.OnUpload, onComplete: opts.OnComplete, upDone: make(chan struct{})}
 	b.cond = sync.NewCond(&b.mu)
-	b.hw = &hashWriter{w: f, h: sha256.New(), after: b.grew}
+	b.hw = NewHashWriter(f, b.grew)
 	b.aw = pipe.NewAsyncWriter(b.hw, storeBufSize, storeBufs)
 	stopWake := context.AfterFunc(ctx, func() {
 		b.mu.Lock()
@@ -346,7 +359,7 @@ func (b *spoolBlob) Commit() (ocispec.Descriptor, error) {
 		_ = os.Remove(b.path)
 		return ocispec.Descriptor{}, fmt.Errorf("spool %s: %w", b.path, werr)
 	}
-	desc := ocispec.Descriptor{MediaType: b.mediaType, Digest: digest.NewDigest(digest.SHA256, b.hw.h), Size: b.hw.n}
+	desc := b.hw.Descriptor(b.mediaType)
 	if b.onComplete != nil {
 		b.onComplete(desc) // the spool holds the blob whole, whatever the upload does now
 	}

@@ -3,13 +3,11 @@ package oci
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	orasoci "oras.land/oras-go/v2/content/oci"
@@ -159,7 +157,7 @@ func (w *layoutWriter) NewBlob(ctx context.Context, mediaType string, opts BlobO
 		return nil, fmt.Errorf("stage blob: %w", err)
 	}
 	w.temps = append(w.temps, f.Name())
-	hw := &hashWriter{w: f, h: sha256.New()}
+	hw := NewHashWriter(f, nil)
 	return &layoutBlob{ctx: ctx, w: w, f: f, hw: hw, aw: pipe.NewAsyncWriter(hw, storeBufSize, storeBufs), mediaType: mediaType, onUpload: opts.OnUpload}, nil
 }
 
@@ -169,7 +167,7 @@ type layoutBlob struct {
 	ctx       context.Context
 	w         *layoutWriter
 	f         *os.File
-	hw        *hashWriter
+	hw        *HashWriter
 	aw        *pipe.AsyncWriter
 	mediaType string
 	onUpload  func(int64)
@@ -203,7 +201,7 @@ func (b *layoutBlob) Commit() (ocispec.Descriptor, error) {
 		_ = os.Remove(b.f.Name())
 		return ocispec.Descriptor{}, err
 	}
-	desc := ocispec.Descriptor{MediaType: b.mediaType, Digest: digest.NewDigest(digest.SHA256, b.hw.h), Size: b.hw.n}
+	desc := b.hw.Descriptor(b.mediaType)
 	blobDir := filepath.Join(b.w.dir, ocispec.ImageBlobsDir, desc.Digest.Algorithm().String())
 	if err := os.MkdirAll(blobDir, 0o755); err != nil {
 		return ocispec.Descriptor{}, err
