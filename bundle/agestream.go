@@ -139,7 +139,16 @@ func (d *ageDecrypter) Read(p []byte) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
-		if d.err = d.next(); d.err != nil && len(d.plain) == 0 {
+		var n int
+		n, d.err = d.next(p)
+		if n > 0 {
+			// Opened straight into p: no copy.
+			if d.err != nil && !errors.Is(d.err, io.EOF) {
+				return 0, d.err // never plaintext of a batch that failed
+			}
+			return n, d.err
+		}
+		if d.err != nil && len(d.plain) == 0 {
 			return 0, d.err
 		}
 	}
@@ -158,9 +167,11 @@ func (d *ageDecrypter) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// next reads, authenticates and decrypts a batch of chunks into d.plain.
-// After the last chunk it sets d.err to io.EOF (with the batch unread).
-func (d *ageDecrypter) next() error {
+// next reads, authenticates and decrypts a batch of chunks: into dst when
+// it holds the batch's plaintext (it returns the plaintext's length), else in
+// place, into d.plain. After the last chunk it returns io.EOF (with the batch
+// unread).
+func (d *ageDecrypter) next(dst []byte) (int, error) {
 	start := 0
 	if d.carry {
 		// The look-ahead byte of the previous read starts this batch.
@@ -178,7 +189,7 @@ func (d *ageDecrypter) next() error {
 		// the middle of a download, is not the end: it is returned below.)
 		last = true
 	default:
-		return err
+		return 0, err
 	}
 	// Split what was read into sealed chunks; only the very last may be short.
 	d.chunks = d.chunks[:0]
@@ -188,9 +199,9 @@ func (d *ageDecrypter) next() error {
 	if last {
 		switch {
 		case len(d.chunks) == 0 || len(d.chunks[len(d.chunks)-1]) < ageTag:
-			return errAgeTruncated
+			return 0, errAgeTruncated
 		case len(d.chunks[len(d.chunks)-1]) == ageTag && !(d.first && len(d.chunks) == 1):
-			return errors.New("the encrypted stream ends with an empty chunk")
+			return 0, errors.New("the encrypted stream ends with an empty chunk")
 		}
 	}
 	for i := range d.chunks {
@@ -201,26 +212,38 @@ func (d *ageDecrypter) next() error {
 		d.nonces[len(d.chunks)-1][chacha20poly1305.NonceSize-1] = 1
 	}
 	k := len(d.chunks)
-	inHalves(k, d.open)
+	plainLen := n - k*ageTag
+	direct := len(dst) >= plainLen
+	if direct {
+		inHalves(k, func(from, to int) { d.openTo(dst, from, to) })
+	} else {
+		inHalves(k, d.open)
+	}
 	d.plain = d.plain[:0]
 	for i := 0; i < k; i++ {
 		if d.errs[i] != nil {
 			d.plain = d.plain[:0]
 			if last && i == k-1 {
-				return errors.New("failed to authenticate the last chunk: the stream was truncated or altered")
+				return 0, errors.New("failed to authenticate the last chunk: the stream was truncated or altered")
 			}
-			return errors.New("failed to authenticate a payload chunk: the stream was altered")
+			return 0, errors.New("failed to authenticate a payload chunk: the stream was altered")
 		}
-		d.plain = append(d.plain, d.chunks[i][:len(d.chunks[i])-ageTag])
+		if !direct {
+			d.plain = append(d.plain, d.chunks[i][:len(d.chunks[i])-ageTag])
+		}
 	}
 	d.first = false
+	out := 0
+	if direct {
+		out = plainLen
+	}
 	if last {
-		return io.EOF
+		return out, io.EOF
 	}
 	// The look-ahead byte, buf[len(buf)-1], is outside every chunk; next
 	// moves it to the front once the batch is consumed.
 	d.carry = true
-	return nil
+	return out, nil
 }
 
 // inHalves runs f over chunks [0, k): the second half in another goroutine
@@ -234,6 +257,15 @@ func inHalves(k int, f func(from, to int)) {
 	wg.Go(func() { f(k/2, k) })
 	f(0, k/2)
 	wg.Wait()
+}
+
+// openTo authenticates and decrypts chunks [from, to) into dst, chunk i at
+// i*ageChunk.
+func (d *ageDecrypter) openTo(dst []byte, from, to int) {
+	for i := from; i < to; i++ {
+		off := i * ageChunk
+		_, d.errs[i] = d.aead.Open(dst[off:off], d.nonces[i][:], d.chunks[i], nil)
+	}
 }
 
 // open authenticates and decrypts chunks [from, to) in place.

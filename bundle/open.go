@@ -9,7 +9,6 @@ import (
 	"io"
 
 	"filippo.io/age"
-	"github.com/klauspost/compress/zstd"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
@@ -322,14 +321,21 @@ func (b *Bundle) openBlob(ctx context.Context, l Layer, fetch func(context.Conte
 // readerParts are what the reader of one part leaves to the next: its zstd
 // decoder and prefetch buffers (the parts of a layer are read in turn).
 type readerParts struct {
-	zr   *zstd.Decoder
-	bufs [][]byte
+	fd      *frameDecoder
+	bufs    [][]byte
+	rawBufs [][]byte
 }
 
 func (b *Bundle) openBlobWith(ctx context.Context, l Layer, fetch func(context.Context, Layer) (io.ReadCloser, error), reuse *readerParts) (*layerReader, error) {
 	if reuse == nil {
 		reuse = &readerParts{}
 	}
+	opened := false
+	defer func() {
+		if !opened && reuse.fd != nil {
+			reuse.fd.Close() // its workers end with it
+		}
+	}()
 	rc, err := fetch(ctx, l)
 	if err != nil {
 		return nil, err
@@ -339,12 +345,28 @@ func (b *Bundle) openBlobWith(ctx context.Context, l Layer, fetch func(context.C
 		rc.Close()
 		return nil, err
 	}
-	var plain io.Reader = v
+	// stored is the verified blob; storedErr, called by stored's one reader,
+	// reads it to its end and returns its integrity error: when a decoder
+	// fails on altered bytes, the altered blob is the root cause to report.
+	var stored io.Reader = v
+	storedErr := v.drainErr
+	closeRaw := rc.Close
+	var raw *prefetcher
 	if l.Encrypted {
-		ar, err := newAgeDecrypter(v, b.identities)
+		// Three stages: fetching and hashing in one goroutine, decryption
+		// in the next, decoding in the caller's. Hashing and decryption
+		// each cost about what zstd and the file writes do, so in one
+		// stage they made the pull wait on it.
+		raw = newPrefetcherWith(v, nil, reuse.rawBufs)
+		stored, storedErr = raw, func() error { return integrityOnly(raw.drainErr()) }
+		closeRaw = func() error { return raw.Close(rc.Close) }
+	}
+	var plain io.Reader = stored
+	if l.Encrypted {
+		ar, err := newAgeDecrypter(stored, b.identities)
 		if err != nil {
-			ie := v.drainErr()
-			rc.Close()
+			ie := storedErr()
+			closeRaw()
 			if ie != nil {
 				return nil, ie
 			}
@@ -352,34 +374,39 @@ func (b *Bundle) openBlobWith(ctx context.Context, l Layer, fetch func(context.C
 		}
 		plain = &decryptErrReader{r: ar, l: l}
 	}
-	// Fetching, hashing and decrypting run in the prefetcher's goroutine,
-	// ahead of zstd and the consumer in the caller's: two stages, two cores.
-	// A failure there is traced to its root cause in that goroutine (the
-	// verifier is only read by it): the blob is drained, and an altered blob
-	// is reported as such rather than as a decryption error.
+	// The decrypted (or, unencrypted, the verified) bytes are read ahead
+	// in the prefetcher's goroutine, ahead of zstd and the consumer in the
+	// caller's. A failure there is traced to its root cause in that
+	// goroutine (stored is only read by it): the blob is drained, and an
+	// altered blob is reported as such rather than as a decryption error.
 	pf := newPrefetcherWith(plain, func(err error) error {
-		if ie := v.drainErr(); ie != nil {
+		if ie := storedErr(); ie != nil {
 			return ie
 		}
 		return err
 	}, reuse.bufs)
-	// One decoder goroutine (the caller's): the prefetcher already overlaps
-	// the input side, and zstd's own stages cost more in hand-offs than they
-	// gain here.
-	zr := reuse.zr
-	if zr != nil {
-		err = zr.Reset(pf)
-	} else {
-		zr, err = zstd.NewReader(pf, zstd.WithDecoderMaxWindow(maxDecoderWindow), zstd.WithDecoderConcurrency(1))
-	}
-	if err != nil {
-		pf.Close(rc.Close)
-		if zr != nil {
-			zr.Close()
+	// The frames are decoded several at a time (frameDecoder); zstd's own
+	// stream concurrency, which splits one frame's work in stages, cost
+	// more in hand-offs than it gained (measured).
+	fd := reuse.fd
+	if fd == nil {
+		if fd, err = newFrameDecoder(); err != nil {
+			pf.Close(closeRaw)
+			return nil, err
 		}
-		return nil, err
 	}
-	return &layerReader{kind: l.Kind, raw: rc, pf: pf, zr: zr}, nil
+	fd.Reset(pf)
+	opened = true
+	return &layerReader{kind: l.Kind, closeRaw: closeRaw, raw: raw, pf: pf, fd: fd}, nil
+}
+
+// integrityOnly keeps an *IntegrityError, and drops every other error.
+func integrityOnly(err error) error {
+	var ie *IntegrityError
+	if errors.As(err, &ie) {
+		return ie
+	}
+	return nil
 }
 
 // fetch opens the stored blob, with pull progress.
@@ -557,18 +584,19 @@ func (d *decryptErrReader) Read(p []byte) (int, error) {
 }
 
 type layerReader struct {
-	kind LayerKind
-	raw  io.ReadCloser
-	pf   *prefetcher
-	zr   *zstd.Decoder
-	err  error
+	kind     LayerKind
+	closeRaw func() error // closes the fetched blob (and the raw prefetcher)
+	raw      *prefetcher  // the fetch-and-hash stage of an encrypted layer, or nil
+	pf       *prefetcher
+	fd       *frameDecoder // the only reader of pf until it is stopped
+	err      error
 }
 
 func (l *layerReader) Read(p []byte) (int, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
-	n, err := l.zr.Read(p)
+	n, err := l.fd.Read(p)
 	switch {
 	case err == nil:
 		return n, nil
@@ -583,6 +611,7 @@ func (l *layerReader) Read(p []byte) (int, error) {
 // finish runs at the end of the zstd stream: nothing may follow it, and the
 // blob must verify (the prefetcher ends with io.EOF only when it did).
 func (l *layerReader) finish() error {
+	l.fd.Stop()
 	var one [1]byte
 	n, err := io.ReadFull(l.pf, one[:])
 	if n > 0 {
@@ -597,6 +626,7 @@ func (l *layerReader) finish() error {
 // classify turns a decode error into the root cause: altered storage first,
 // then decryption, then the stream format.
 func (l *layerReader) classify(err error) error {
+	l.fd.Stop()
 	var ie *IntegrityError
 	if errors.As(l.pf.drainErr(), &ie) {
 		return ie
@@ -613,6 +643,7 @@ func (l *layerReader) classify(err error) error {
 // DrainStored reads the rest of the stored blob without decompressing it and
 // returns its integrity error, if any (see files.StoredDrainer).
 func (l *layerReader) DrainStored() error {
+	l.fd.Stop()
 	if err := l.pf.drainErr(); err != nil {
 		var ie *IntegrityError
 		var de *DecryptError
@@ -626,13 +657,20 @@ func (l *layerReader) DrainStored() error {
 }
 
 func (l *layerReader) Close() error {
-	l.zr.Close()
-	return l.pf.Close(l.raw.Close)
+	// pf first: closing it ends a read of the splitter's in progress.
+	err := l.pf.Close(l.closeRaw)
+	l.fd.Close()
+	return err
 }
 
 // detach closes a layer reader that reached its end but keeps its decoder
 // and buffers for the next part's.
 func (l *layerReader) detach() *readerParts {
-	_ = l.pf.Close(l.raw.Close)
-	return &readerParts{zr: l.zr, bufs: l.pf.release()}
+	l.fd.Stop() // at the end: it has already exited
+	_ = l.pf.Close(l.closeRaw)
+	rp := &readerParts{fd: l.fd, bufs: l.pf.release()}
+	if l.raw != nil {
+		rp.rawBufs = l.raw.release()
+	}
+	return rp
 }

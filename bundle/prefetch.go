@@ -140,9 +140,23 @@ func (p *prefetcher) next() {
 		p.free <- p.buf
 		p.buf = nil
 	}
-	c := <-p.full
+	var c prefetched
+	select {
+	case c = <-p.full:
+	case <-p.exited:
+		// Closed: the goroutine may have ended without handing over its
+		// last read (a prefetcher read by another one's goroutine is closed
+		// from under it).
+		select {
+		case c = <-p.full:
+		default:
+			c = prefetched{err: errPrefetchClosed}
+		}
+	}
 	p.buf, p.cur, p.err = c.buf, c.buf[:c.n], c.err
 }
+
+var errPrefetchClosed = errors.New("read after close")
 
 // drainErr discards what is left and returns the final error (nil for io.EOF).
 func (p *prefetcher) drainErr() error {

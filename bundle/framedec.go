@@ -1,0 +1,584 @@
+package bundle
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// frameDecoder decodes a layer's zstd stream (RFC 8878, section 3.1: a
+// sequence of frames) with the frames that frameEncoder writes, independent
+// frames of a known content size, decoded several at a time. One goroutine
+// (the splitter) reads the stream and finds where each frame ends from its
+// block headers alone; a frame of at most fastFrame bytes, in and out, goes
+// whole to one of the workers (zstd's DecodeAll), and the plaintext comes
+// out in stream order. Any other frame (no content size, as the raw frames
+// of StoreRaw; larger; with a dictionary) is decoded by one streaming
+// decoder, bounded to that frame; what the splitter cannot walk (not a
+// frame, a reserved block type, a truncated frame) goes with the rest of the
+// stream to that streaming decoder, which reports it as before. Every frame
+// is decoded by klauspost/compress, with its checks (window, content size,
+// checksum); the splitter only decides which decoder gets which bytes.
+type frameDecoder struct {
+	all    *zstd.Decoder // DecodeAll, one call per worker at a time
+	stream *zstd.Decoder // one frame, or the rest of the stream, at a time
+	free   chan *frameOut
+	work   chan *frameOut
+	order  chan *frameOut // to Read, in stream order
+
+	// per stream (Reset)
+	stop    chan struct{}
+	exited  chan struct{}
+	stopped bool
+	cur     *frameOut
+	off     int
+	err     error
+	closed  bool
+	workers sync.WaitGroup
+	hist    []byte // passRaw's window
+}
+
+// frameOut is one frame (in: the whole frame, for a worker), or a piece of
+// what the streaming decoder wrote (out only); err ends the stream.
+type frameOut struct {
+	in, out []byte
+	err     error
+	done    chan struct{}
+}
+
+const (
+	// fastFrame bounds a frame decoded whole: its size and its content
+	// size (frameEncoder writes frames of frameInput plaintext bytes).
+	fastFrame = 2*frameInput + 64<<10
+	// passWindow bounds the window of a frame whose raw blocks are passed
+	// without a decoder: the history kept in case a compressed block
+	// follows them.
+	passWindow = 1 << 20
+	// streamPiece is the plaintext of one hand-off from the streaming decoder.
+	streamPiece = 1 << 20
+)
+
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+func newFrameDecoder() (*frameDecoder, error) {
+	workers := frameWorkers()
+	all, err := zstd.NewReader(nil, zstd.WithDecoderMaxWindow(maxDecoderWindow), zstd.WithDecoderConcurrency(workers), zstd.WithDecoderMaxMemory(fastFrame))
+	if err != nil {
+		return nil, err
+	}
+	stream, err := zstd.NewReader(nil, zstd.WithDecoderMaxWindow(maxDecoderWindow), zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		all.Close()
+		return nil, err
+	}
+	// One piece being read, one per worker, one being split.
+	jobs := workers + 2
+	d := &frameDecoder{all: all, stream: stream, free: make(chan *frameOut, jobs), work: make(chan *frameOut, jobs), order: make(chan *frameOut, jobs), stopped: true}
+	for range jobs {
+		d.free <- &frameOut{}
+	}
+	for range workers {
+		d.workers.Go(func() {
+			for j := range d.work {
+				j.out, j.err = d.all.DecodeAll(j.in, j.out[:0])
+				if j.err != nil {
+					j.out = j.out[:0]
+				}
+				close(j.done)
+			}
+		})
+	}
+	return d, nil
+}
+
+// Reset starts decoding src; the previous stream must have been stopped
+// (read to its end, or Stop).
+func (d *frameDecoder) Reset(src io.Reader) {
+	d.stop, d.exited, d.stopped = make(chan struct{}), make(chan struct{}), false
+	d.err, d.off = nil, 0
+	go d.split(src, d.stop, d.exited)
+}
+
+// Stop ends the splitter and waits for it: after Stop, src is no longer
+// read, and its reader may read it again. Pieces in flight are recycled.
+func (d *frameDecoder) Stop() {
+	if d.stopped {
+		return
+	}
+	d.stopped = true
+	close(d.stop)
+	<-d.exited
+	if d.cur != nil {
+		d.recycle(d.cur)
+		d.cur = nil
+	}
+	for {
+		select {
+		case j := <-d.order:
+			<-j.done
+			d.recycle(j)
+		default:
+			return
+		}
+	}
+}
+
+// Close stops the decoder for good. src must no longer block (close it
+// first: see layerReader.Close).
+func (d *frameDecoder) Close() {
+	if d.closed {
+		return
+	}
+	d.Stop()
+	d.closed = true
+	close(d.work)
+	d.workers.Wait()
+	d.all.Close()
+	d.stream.Close()
+}
+
+func (d *frameDecoder) recycle(j *frameOut) {
+	j.in, j.out, j.err, j.done = j.in[:0], j.out[:0], nil, nil
+	d.free <- j
+}
+
+func (d *frameDecoder) Read(p []byte) (int, error) {
+	for {
+		if d.cur != nil {
+			if d.off < len(d.cur.out) {
+				n := copy(p, d.cur.out[d.off:])
+				d.off += n
+				return n, nil
+			}
+			err := d.cur.err
+			d.recycle(d.cur)
+			d.cur, d.off = nil, 0
+			if err != nil {
+				d.err = err
+			}
+		}
+		if d.err != nil {
+			// The splitter may have read ahead of a frame that failed:
+			// stop it (at the end it has already exited).
+			d.Stop()
+			return 0, d.err
+		}
+		j := <-d.order
+		<-j.done
+		d.cur = j
+	}
+}
+
+// split reads src frame by frame and hands out the frames (or their
+// plaintext) in order; an end (io.EOF included) is the last piece it sends.
+func (d *frameDecoder) split(src io.Reader, stop, exited chan struct{}) {
+	defer close(exited)
+	take := func() *frameOut {
+		select {
+		case j := <-d.free:
+			return j
+		case <-stop:
+			return nil
+		}
+	}
+	end := func(err error) {
+		if j := take(); j != nil {
+			j.err, j.done = err, closedChan
+			d.order <- j
+		}
+	}
+	fr := &frameReader{src: src}
+	for {
+		j := take()
+		if j == nil {
+			return
+		}
+		start, err := fr.next(&j.in)
+		switch {
+		case err == io.EOF && len(start) == 0: //nolint:errorlint // fill's own io.EOF: the stream ended between frames
+			d.recycle(j)
+			end(io.EOF)
+			return
+		case err != nil && len(start) == 0:
+			d.recycle(j)
+			end(err)
+			return
+		case err != nil || fr.transparent:
+			// Not a frame the splitter can walk: the rest of the stream
+			// goes to the streaming decoder as it is.
+			rest := io.MultiReader(bytes.NewReader(bytes.Clone(start)), fr)
+			fr.transparent = true
+			d.recycle(j)
+			if err := d.streamOut(rest, 0, take, stop); err != nil {
+				end(err)
+			} else {
+				end(io.EOF)
+			}
+			return
+		}
+		if fr.fast {
+			// Read the whole frame into j.in; one that turns out larger
+			// than fastFrame is streamed, from what was read so far.
+			j.in = start
+			for !fr.ended && len(j.in) < fastFrame {
+				if err = fr.fill(&j.in, fastFrame); err != nil {
+					break
+				}
+			}
+			if fr.ended && err == nil && !fr.transparent {
+				j.done = make(chan struct{})
+				d.order <- j // before work: Read sees frames in order
+				d.work <- j
+				continue
+			}
+			start = j.in
+		}
+		if fr.window > 0 && !fr.fast {
+			d.recycle(j)
+			done, err := d.passRaw(fr, take, stop)
+			if err != nil {
+				end(err)
+				return
+			}
+			if done {
+				continue
+			}
+			if fr.transparent {
+				end(io.EOF)
+				return
+			}
+			continue
+		}
+		start = bytes.Clone(start) // j's buffer goes back to the pool
+		d.recycle(j)
+		// One frame through the streaming decoder; fr ends at its end (or,
+		// where it cannot walk it, passes the rest of the stream).
+		if err := d.streamOut(io.MultiReader(bytes.NewReader(start), fr), 0, take, stop); err != nil {
+			end(err)
+			return
+		}
+		if fr.transparent {
+			end(io.EOF)
+			return
+		}
+	}
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// streamOut decodes r with the streaming decoder and hands out its
+// plaintext, but for the first skip bytes.
+func (d *frameDecoder) streamOut(r io.Reader, skip int, take func() *frameOut, stop chan struct{}) error {
+	if err := d.stream.Reset(r); err != nil {
+		return err
+	}
+	if skip > 0 {
+		if _, err := io.CopyN(io.Discard, d.stream, int64(skip)); err != nil {
+			if err == io.EOF { //nolint:errorlint // io.CopyN's own
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	for {
+		j := take()
+		if j == nil {
+			return errFrameStopped
+		}
+		if cap(j.out) < streamPiece {
+			j.out = make([]byte, 0, streamPiece)
+		}
+		// fill, not io.ReadFull: the decoder's own io.ErrUnexpectedEOF (a
+		// truncated frame) is an error, only its io.EOF is the end.
+		n, err := fill(d.stream, j.out[:streamPiece])
+		j.out, j.done = j.out[:n], closedChan
+		if n > 0 {
+			select {
+			case d.order <- j:
+			case <-stop:
+				return errFrameStopped
+			}
+		} else {
+			d.recycle(j)
+		}
+		switch {
+		case err == nil:
+		case err == io.EOF: //nolint:errorlint // the decoder's end
+			return nil
+		default:
+			return err
+		}
+	}
+}
+
+var errFrameStopped = errors.New("zstd: decoder stopped")
+
+// keepWindow returns the last window bytes of hist followed by b, in hist's
+// buffer.
+func keepWindow(hist, b []byte, window int) []byte {
+	tail := b[max(0, len(b)-window):]
+	if keep := window - len(tail); len(hist) > keep {
+		hist = append(hist[:0], hist[len(hist)-keep:]...)
+	}
+	return append(hist, tail...)
+}
+
+// passRaw passes the raw blocks of the frame fr is in (see
+// frameReader.window) straight into pieces, without a decoder: a raw
+// block's content is its plaintext. A frame that is not raw to its end goes
+// on through the streaming decoder, from its first other block, behind a
+// frame of raw blocks holding the window the decoder may refer to (whose
+// plaintext, already handed out, is skipped): the same window and no
+// earlier compressed block, so the same plaintext. done is true once the
+// frame was passed whole.
+func (d *frameDecoder) passRaw(fr *frameReader, take func() *frameOut, stop chan struct{}) (bool, error) {
+	maxBlock := min(fr.window, 128<<10)
+	d.hist = d.hist[:0]
+	var j *frameOut
+	send := func() {
+		if j == nil {
+			return
+		}
+		if len(j.out) == 0 {
+			d.recycle(j)
+		} else {
+			// Keep the last window's worth of what was handed out: a
+			// later compressed block may refer to it.
+			d.hist = keepWindow(d.hist, j.out, fr.window)
+			j.done = closedChan
+			d.order <- j
+		}
+		j = nil
+	}
+	for {
+		if _, err := io.ReadFull(fr.src, fr.hdr[:]); err != nil {
+			send()
+			if err == io.EOF { //nolint:errorlint // io.ReadFull's own
+				err = io.ErrUnexpectedEOF
+			}
+			return false, err
+		}
+		h := uint32(fr.hdr[0]) | uint32(fr.hdr[1])<<8 | uint32(fr.hdr[2])<<16
+		last, typ, size := h&1 != 0, (h>>1)&3, int(h>>3)
+		if typ != 0 || size > maxBlock {
+			// Not raw (or a block the decoder must refuse): the rest of the
+			// frame goes through the decoder, behind the window.
+			send() // d.hist: the window's worth of what was handed out
+			lead := append([]byte{}, zstdMagic...)
+			lead = append(lead, 0x00, fr.windowDesc) // no content size, no checksum, no dictionary
+			for h := d.hist; len(h) > 0; {
+				n := min(len(h), maxBlock)
+				bh := uint32(n) << 3 // raw, not last
+				lead = append(lead, byte(bh), byte(bh>>8), byte(bh>>16))
+				lead = append(lead, h[:n]...)
+				h = h[n:]
+			}
+			skip := len(d.hist)
+			lead = append(lead, fr.hdr[:]...)
+			fr.last, fr.pend = last, nil
+			switch typ {
+			case 0, 2:
+				fr.left = int64(size)
+			case 1:
+				fr.left = 1
+			default:
+				fr.transparent = true
+			}
+			if fr.left == 0 && last {
+				fr.ended = true
+			}
+			return false, d.streamOut(io.MultiReader(bytes.NewReader(lead), fr), skip, take, stop)
+		}
+		for size > 0 {
+			if j == nil {
+				if j = take(); j == nil {
+					return false, errFrameStopped
+				}
+				if cap(j.out) < streamPiece {
+					j.out = make([]byte, 0, streamPiece)
+				}
+			}
+			n := min(size, cap(j.out)-len(j.out))
+			m, err := io.ReadFull(fr.src, j.out[len(j.out):len(j.out)+n])
+			j.out = j.out[:len(j.out)+m]
+			size -= m
+			if err != nil {
+				send()
+				if err == io.EOF { //nolint:errorlint // io.ReadFull's own
+					err = io.ErrUnexpectedEOF
+				}
+				return false, err
+			}
+			if len(j.out) == cap(j.out) {
+				send()
+			}
+		}
+		if last {
+			send()
+			return true, nil
+		}
+	}
+}
+
+// frameReader walks zstd frames in src: next reads a frame's header, then
+// Read passes the frame's bytes through up to its end (io.EOF), from its
+// block headers: raw and compressed blocks carry their size, an RLE block
+// one byte, the last block is followed by the checksum when the header has
+// one. Where it cannot walk (a reserved block type) it becomes transparent:
+// Read then passes all of src.
+type frameReader struct {
+	src         io.Reader
+	transparent bool
+	fast        bool // the frame may be decoded whole (next)
+	ended       bool // the frame's last byte was read
+	checksum    bool
+	last        bool
+	left        int64 // bytes of the current block (or checksum) still to pass
+	hdr         [3]byte
+	pend        []byte // a block header not yet passed
+	// window is the window of a frame whose raw blocks may be passed as
+	// they are (no content size, no checksum, no dictionary, a window of
+	// at most passWindow: see frameDecoder.passRaw), else 0.
+	window     int
+	windowDesc byte
+}
+
+// next reads the header of the next frame into (*buf)[:0] and returns it;
+// io.EOF with nothing read is the end of the stream. An error with bytes
+// read, or a header that is not a frame's, leaves fr transparent.
+func (fr *frameReader) next(buf *[]byte) ([]byte, error) {
+	*fr = frameReader{src: fr.src}
+	b := (*buf)[:0]
+	if cap(b) < zstd.HeaderMaxSize {
+		b = make([]byte, 0, 64<<10)
+	}
+	b = b[:5]
+	n, err := io.ReadFull(fr.src, b)
+	b = b[:n]
+	*buf = b
+	if err != nil {
+		if err == io.EOF { //nolint:errorlint // io.ReadFull's own
+			return nil, io.EOF
+		}
+		if err == io.ErrUnexpectedEOF { //nolint:errorlint // io.ReadFull's own: a short stream
+			fr.transparent = true
+			return b, nil
+		}
+		return b, err
+	}
+	if !bytes.Equal(b[:4], zstdMagic) || b[4]&0x08 != 0 {
+		fr.transparent = true // a skippable frame, or not zstd: the decoder says which
+		return b, nil
+	}
+	fhd := b[4]
+	single := fhd&0x20 != 0
+	size := 5 + []int{0, 1, 2, 4}[fhd&3] + []int{0, 2, 4, 8}[fhd>>6]
+	if !single {
+		size++ // the window descriptor
+	} else if fhd>>6 == 0 {
+		size++ // a one-byte content size
+	}
+	b = b[:size]
+	if m, err := io.ReadFull(fr.src, b[5:]); err != nil {
+		*buf = b[:5+m]
+		if err == io.ErrUnexpectedEOF || err == io.EOF { //nolint:errorlint // io.ReadFull's own
+			fr.transparent = true
+			return *buf, nil
+		}
+		return *buf, err
+	}
+	*buf = b
+	var h zstd.Header
+	if err := h.Decode(b); err != nil || h.HeaderSize != size {
+		fr.transparent = true
+		return b, nil
+	}
+	fr.checksum = h.HasCheckSum
+	fr.fast = h.DictionaryID == 0 && h.HasFCS && h.FrameContentSize <= fastFrame
+	if h.DictionaryID == 0 && !h.HasFCS && !h.HasCheckSum && !single && h.WindowSize <= passWindow {
+		fr.window, fr.windowDesc = int(h.WindowSize), b[5]
+	}
+	return b, nil
+}
+
+// fill appends the frame's next bytes to *buf, up to limit bytes in all.
+func (fr *frameReader) fill(buf *[]byte, limit int) error {
+	b := *buf
+	if len(b) == cap(b) && cap(b) < limit {
+		nb := make([]byte, len(b), min(limit, 2*cap(b)+4096))
+		copy(nb, b)
+		b = nb
+	}
+	n, err := fr.Read(b[len(b):min(cap(b), limit)])
+	*buf = b[:len(b)+n]
+	if err == io.EOF { //nolint:errorlint // fr's own
+		if fr.ended {
+			return nil
+		}
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (fr *frameReader) Read(p []byte) (int, error) {
+	if len(fr.pend) > 0 {
+		n := copy(p, fr.pend)
+		fr.pend = fr.pend[n:]
+		return n, nil
+	}
+	if fr.transparent {
+		return fr.src.Read(p)
+	}
+	if fr.left == 0 {
+		if fr.ended {
+			return 0, io.EOF
+		}
+		if fr.last {
+			// Past the last block: the checksum, or the end.
+			if fr.checksum {
+				fr.checksum, fr.left = false, 4
+			} else {
+				fr.ended = true
+				return 0, io.EOF
+			}
+		} else {
+			if _, err := io.ReadFull(fr.src, fr.hdr[:]); err != nil {
+				if err == io.EOF { //nolint:errorlint // io.ReadFull's own
+					err = io.ErrUnexpectedEOF
+				}
+				return 0, err
+			}
+			h := uint32(fr.hdr[0]) | uint32(fr.hdr[1])<<8 | uint32(fr.hdr[2])<<16
+			fr.last = h&1 != 0
+			switch size := int64(h >> 3); (h >> 1) & 3 {
+			case 0, 2: // raw, compressed
+				fr.left = size
+			case 1: // RLE: one byte
+				fr.left = 1
+			default: // reserved: the decoder says what it is
+				fr.transparent = true
+			}
+			fr.pend = fr.hdr[:]
+			return fr.Read(p)
+		}
+	}
+	if int64(len(p)) > fr.left {
+		p = p[:fr.left]
+	}
+	n, err := fr.src.Read(p)
+	fr.left -= int64(n)
+	if err == io.EOF { //nolint:errorlint // the source's end
+		if fr.left > 0 {
+			err = io.ErrUnexpectedEOF
+		} else {
+			err = nil
+		}
+	}
+	if fr.left == 0 && fr.last && !fr.checksum && err == nil {
+		fr.ended = true
+	}
+	return n, err
+}
