@@ -18,11 +18,11 @@ import (
 // feed per table, which its loader reads. A feed keeps its data in memory up
 // to a small bound shared by all feeds; beyond it, the reader waits for the
 // loaders, except when a loader is idle waiting for a later table: then it
-// spills the rest of the current table to a spool file (s2-compressed, with
-// a CRC-32C per chunk) so that it reaches the next table. The spool is an
-// unlinked temporary file: nothing of it outlives the process, even when
-// killed. Memory stays bounded whatever the size of the data; disk use is at
-// most what was read ahead.
+// spills the rest of the current table to a spool file (with a CRC-32C per
+// chunk; its first spoolRaw bytes as they are, the rest s2-compressed) so
+// that it reaches the next table. The spool is an unlinked temporary file:
+// nothing of it outlives the process, even when killed. Memory stays bounded
+// whatever the size of the data; disk use is at most what was read ahead.
 
 const (
 	// feedMemory bounds the data held in memory by all feeds together.
@@ -31,6 +31,13 @@ const (
 	// chunk.
 	feedChunk = 256 << 10
 )
+
+// spoolRaw is how much of the spool is written uncompressed. The restore is
+// CPU-bound on both cores (PostgreSQL's backends and ours); compressing what
+// is read back seconds later, from the page cache, cost more of that CPU (s2
+// at about 0.85 GB/s, then decoding it) than the disk it saves: compression
+// only bounds the disk use of a very large read-ahead. A variable for tests.
+var spoolRaw int64 = 512 << 20
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -63,9 +70,16 @@ func newSpool(dir string) (*spool, error) {
 
 func (s *spool) close() { _ = s.f.Close() }
 
-// write appends raw, compressed, and returns where it is.
+// write appends raw (compressed once spoolRaw bytes are written) and
+// returns where it is.
 func (s *spool) write(raw []byte) (feedPart, error) {
-	enc := s2.Encode(nil, raw)
+	s.mu.Lock()
+	compress := s.size >= spoolRaw
+	s.mu.Unlock()
+	enc := raw
+	if compress {
+		enc = s2.Encode(nil, raw)
+	}
 	s.mu.Lock()
 	off := s.size
 	s.size += int64(len(enc))
@@ -73,7 +87,7 @@ func (s *spool) write(raw []byte) (feedPart, error) {
 	if _, err := s.f.WriteAt(enc, off); err != nil {
 		return feedPart{}, fmt.Errorf("restore: spool: %w", err)
 	}
-	return feedPart{spooled: true, off: off, n: len(enc), raw: len(raw), crc: crc32.Checksum(raw, castagnoli)}, nil
+	return feedPart{spooled: true, compressed: compress, off: off, n: len(enc), raw: len(raw), crc: crc32.Checksum(raw, castagnoli)}, nil
 }
 
 // read returns the raw bytes of a spooled part.
@@ -82,7 +96,10 @@ func (s *spool) read(p feedPart) ([]byte, error) {
 	if _, err := s.f.ReadAt(enc, p.off); err != nil {
 		return nil, fmt.Errorf("restore: spool: %w", err)
 	}
-	raw, err := s2.Decode(make([]byte, p.raw), enc)
+	raw, err := enc, error(nil)
+	if p.compressed {
+		raw, err = s2.Decode(make([]byte, p.raw), enc)
+	}
 	if err != nil || len(raw) != p.raw || crc32.Checksum(raw, castagnoli) != p.crc {
 		return nil, fmt.Errorf("%w: the restore's spool file changed under it (at %d)", ErrChecksumMismatch, p.off)
 	}
@@ -91,11 +108,12 @@ func (s *spool) read(p feedPart) ([]byte, error) {
 
 // feedPart is a piece of a table's data: in memory, or spooled.
 type feedPart struct {
-	mem     []byte
-	spooled bool
-	off     int64
-	n, raw  int
-	crc     uint32
+	mem        []byte
+	spooled    bool
+	compressed bool // s2
+	off        int64
+	n, raw     int
+	crc        uint32
 }
 
 // feeder holds the feeds of one restore and what they share.

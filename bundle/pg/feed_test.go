@@ -178,3 +178,35 @@ func TestFeedStreamError(t *testing.T) {
 		t.Fatalf("read %q, %v; want the data then the stream's error", got, err)
 	}
 }
+
+// TestFeedSpoolCompressed: past spoolRaw the spool is s2-compressed; what is
+// read back is what was written, and a compressed chunk that changed on
+// disk is refused too.
+func TestFeedSpoolCompressed(t *testing.T) {
+	defer func(n int64) { spoolRaw = n }(spoolRaw)
+	spoolRaw = feedChunk
+	data := bytes.Repeat([]byte("42\tcluster-0\t2026-12-04 04:00:00+00\tHost is ready\n"), (feedMemory+8*feedChunk)/48)
+	for _, damage := range []bool{false, true} {
+		f := newFeeder(t.TempDir())
+		f.loaderIdle()
+		fd := f.newFeed()
+		pushAll(t, fd, data)
+		if f.spool == nil || f.spool.size >= f.spilled {
+			f.close()
+			t.Fatalf("spool of %d bytes for %d spilled: not compressed", f.spool.size, f.spilled)
+		}
+		if damage {
+			if _, err := f.spool.f.WriteAt([]byte("XXXXXXXX"), f.spool.size-64); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := io.ReadAll(fd.reader(context.Background()))
+		f.close()
+		switch {
+		case damage && !errors.Is(err, ErrChecksumMismatch):
+			t.Fatalf("read of a damaged compressed spool: %v, want ErrChecksumMismatch", err)
+		case !damage && (err != nil || !bytes.Equal(got, data)):
+			t.Fatalf("read back %d bytes of %d: %v", len(got), len(data), err)
+		}
+	}
+}
