@@ -165,10 +165,15 @@ func benchBundle(b *bench) error {
 				step(pushPipeEnc, work, nil, "bash", "-o", "pipefail", "-c",
 					fmt.Sprintf("mkdir -p %[1]q && tar -C %[2]q -cf - . | %[3]q -q -1 -T0 | %[4]q -r %[5]q -o %[6]q", filepath.Dir(blob), data, zstdBin, ageBin, recipient, blob)),
 				step(pushPipeOras, filepath.Dir(blob), nil, oras, "push", "--plain-http", piped, filepath.Base(blob)),
-				// oras pull of our own bundle writes its layer under its title.
+				// oras pull of our own bundle writes each blob under its
+				// title: the files layer as files.tar.zst.age, or in parts
+				// (format 1.2) as files.part0001.tar.zst.age, ... in order,
+				// each an age stream of a zstd stream; the tar is their
+				// plaintexts one after the other.
 				step(pullPipeOras, work, nil, oras, "pull", "--plain-http", ours, "-o", out("pipe-down")),
 				step(pullPipeDec, work, nil, "bash", "-o", "pipefail", "-c",
-					fmt.Sprintf("mkdir -p %[1]q && %[2]q -d -i %[3]q %[4]q | %[5]q -q -d | tar -C %[1]q -xf -", out("pipe-out"), ageBin, keyFile, out("pipe-down/files.tar.zst.age"), zstdBin)),
+					fmt.Sprintf(`mkdir -p %[1]q && shopt -s nullglob && parts=(%[4]q/files.tar.zst.ag[e] %[4]q/files.part*.tar.zst.age) && [ ${#parts[@]} -gt 0 ] && for p in "${parts[@]}"; do %[2]q -d -i %[3]q "$p" | %[5]q -q -d || exit 1; done | tar -C %[1]q -xf -`,
+						out("pipe-out"), ageBin, keyFile, out("pipe-down"), zstdBin)),
 			)
 		}
 		for _, st := range steps {
