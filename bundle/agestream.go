@@ -67,6 +67,13 @@ const (
 // with identities. Its errors are age's (*age.NoIdentityMatchError for
 // identities that are not recipients) or a malformed-header error.
 func newAgeDecrypter(src io.Reader, identities []age.Identity) (*ageDecrypter, error) {
+	return newAgeDecrypterWith(src, identities, nil)
+}
+
+// newAgeDecrypterWith is newAgeDecrypter with the batch buffer of an earlier
+// one (its buffer method; nil: a new one), for the parts of a layer read in
+// turn.
+func newAgeDecrypterWith(src io.Reader, identities []age.Identity, buf []byte) (*ageDecrypter, error) {
 	br := bufio.NewReaderSize(src, 4096)
 	hdr, err := readAgeHeader(br)
 	if err != nil {
@@ -97,7 +104,10 @@ func newAgeDecrypter(src io.Reader, identities []age.Identity) (*ageDecrypter, e
 		b, _ := br.Peek(n)
 		rest = io.MultiReader(bytes.NewReader(bytes.Clone(b)), src)
 	}
-	return &ageDecrypter{src: rest, aead: aead, buf: make([]byte, ageBatch*ageSealed+1), first: true,
+	if len(buf) != ageBatch*ageSealed+1 {
+		buf = make([]byte, ageBatch*ageSealed+1)
+	}
+	return &ageDecrypter{src: rest, aead: aead, buf: buf, first: true,
 		chunks: make([][]byte, 0, ageBatch), nonces: make([][chacha20poly1305.NonceSize]byte, ageBatch), errs: make([]error, ageBatch)}, nil
 }
 
@@ -245,6 +255,10 @@ func (d *ageDecrypter) next(dst []byte) (int, error) {
 	d.carry = true
 	return out, nil
 }
+
+// buffer returns the batch buffer, for a decrypter made after this one is
+// no longer read.
+func (d *ageDecrypter) buffer() []byte { return d.buf }
 
 // inHalves runs f over chunks [0, k): the second half in another goroutine
 // when the batch is large enough to be worth it.

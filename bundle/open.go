@@ -324,6 +324,7 @@ type readerParts struct {
 	fd      *frameDecoder
 	bufs    [][]byte
 	rawBufs [][]byte
+	ageBuf  []byte
 }
 
 func (b *Bundle) openBlobWith(ctx context.Context, l Layer, fetch func(context.Context, Layer) (io.ReadCloser, error), reuse *readerParts) (*layerReader, error) {
@@ -362,8 +363,9 @@ func (b *Bundle) openBlobWith(ctx context.Context, l Layer, fetch func(context.C
 		closeRaw = func() error { return raw.Close(rc.Close) }
 	}
 	var plain io.Reader = stored
+	var ar *ageDecrypter
 	if l.Encrypted {
-		ar, err := newAgeDecrypter(stored, b.identities)
+		ar, err = newAgeDecrypterWith(stored, b.identities, reuse.ageBuf)
 		if err != nil {
 			ie := storedErr()
 			closeRaw()
@@ -397,7 +399,7 @@ func (b *Bundle) openBlobWith(ctx context.Context, l Layer, fetch func(context.C
 	}
 	fd.Reset(pf)
 	opened = true
-	return &layerReader{kind: l.Kind, closeRaw: closeRaw, raw: raw, pf: pf, fd: fd}, nil
+	return &layerReader{kind: l.Kind, closeRaw: closeRaw, raw: raw, ar: ar, pf: pf, fd: fd}, nil
 }
 
 // integrityOnly keeps an *IntegrityError, and drops every other error.
@@ -585,8 +587,9 @@ func (d *decryptErrReader) Read(p []byte) (int, error) {
 
 type layerReader struct {
 	kind     LayerKind
-	closeRaw func() error // closes the fetched blob (and the raw prefetcher)
-	raw      *prefetcher  // the fetch-and-hash stage of an encrypted layer, or nil
+	closeRaw func() error  // closes the fetched blob (and the raw prefetcher)
+	raw      *prefetcher   // the fetch-and-hash stage of an encrypted layer, or nil
+	ar       *ageDecrypter // read by pf's goroutine; nil unencrypted
 	pf       *prefetcher
 	fd       *frameDecoder // the only reader of pf until it is stopped
 	err      error
@@ -671,6 +674,9 @@ func (l *layerReader) detach() *readerParts {
 	rp := &readerParts{fd: l.fd, bufs: l.pf.release()}
 	if l.raw != nil {
 		rp.rawBufs = l.raw.release()
+	}
+	if l.ar != nil {
+		rp.ageBuf = l.ar.buffer() // pf's goroutine, its reader, has ended
 	}
 	return rp
 }
