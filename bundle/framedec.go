@@ -198,15 +198,13 @@ func (d *frameDecoder) split(src io.Reader, stop, exited chan struct{}) {
 		}
 		start, err := fr.next(&j.in)
 		switch {
-		case err == io.EOF && len(start) == 0: //nolint:errorlint // fill's own io.EOF: the stream ended between frames
-			d.recycle(j)
-			end(io.EOF)
-			return
-		case err != nil && len(start) == 0:
+		case err != nil:
+			// io.EOF (next's own, nothing read): the stream ended between
+			// frames; else the source's error.
 			d.recycle(j)
 			end(err)
 			return
-		case err != nil || fr.transparent:
+		case fr.transparent:
 			// Not a frame the splitter can walk: the rest of the stream
 			// goes to the streaming decoder as it is.
 			rest := io.MultiReader(bytes.NewReader(bytes.Clone(start)), fr)
@@ -228,6 +226,11 @@ func (d *frameDecoder) split(src io.Reader, stop, exited chan struct{}) {
 					break
 				}
 			}
+			if err != nil && err != io.ErrUnexpectedEOF { //nolint:errorlint // fill's own: a truncated frame, which the decoder reports
+				d.recycle(j)
+				end(err) // the source's
+				return
+			}
 			if fr.ended && err == nil && !fr.transparent {
 				j.done = make(chan struct{})
 				d.order <- j // before work: Read sees frames in order
@@ -243,11 +246,8 @@ func (d *frameDecoder) split(src io.Reader, stop, exited chan struct{}) {
 				end(err)
 				return
 			}
-			if done {
-				continue
-			}
-			if fr.transparent {
-				end(io.EOF)
+			if !done && fr.transparent {
+				end(io.EOF) // the decoder had the rest of the stream
 				return
 			}
 			continue
@@ -447,8 +447,10 @@ type frameReader struct {
 }
 
 // next reads the header of the next frame into (*buf)[:0] and returns it;
-// io.EOF with nothing read is the end of the stream. An error with bytes
-// read, or a header that is not a frame's, leaves fr transparent.
+// io.EOF with nothing read is the end of the stream, another error the
+// source's. A short header, or one that is not a frame's (not zstd, a
+// skippable frame, reserved bits), leaves fr transparent: the streaming
+// decoder gets it and says what it is.
 func (fr *frameReader) next(buf *[]byte) ([]byte, error) {
 	*fr = frameReader{src: fr.src}
 	b := (*buf)[:0]
