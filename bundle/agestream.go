@@ -338,6 +338,12 @@ func (c keyCaptureLabels) WrapWithLabels(fileKey []byte) ([]*age.Stanza, []strin
 }
 
 func newAgeEncrypter(dst io.Writer, recipients ...age.Recipient) (*ageEncrypter, error) {
+	return newAgeEncrypterWith(dst, nil, recipients...)
+}
+
+// newAgeEncrypterWith is newAgeEncrypter with the buffers of prev, a closed
+// encrypter (nil: new ones), for the parts of a layer written in turn.
+func newAgeEncrypterWith(dst io.Writer, prev *ageEncrypter, recipients ...age.Recipient) (*ageEncrypter, error) {
 	var fileKey []byte
 	wrapped := make([]age.Recipient, len(recipients))
 	for i, r := range recipients {
@@ -369,6 +375,9 @@ func newAgeEncrypter(dst io.Writer, recipients ...age.Recipient) (*ageEncrypter,
 	}
 	if _, err := dst.Write(hdr.Bytes()); err != nil {
 		return nil, err
+	}
+	if prev != nil {
+		return &ageEncrypter{dst: dst, aead: aead, plain: prev.plain[:0], sealed: prev.sealed, nonces: prev.nonces}, nil
 	}
 	return &ageEncrypter{dst: dst, aead: aead, plain: make([]byte, 0, ageBatch*ageChunk),
 		sealed: make([]byte, ageBatch*ageSealed), nonces: make([][chacha20poly1305.NonceSize]byte, ageBatch)}, nil

@@ -41,9 +41,10 @@ type layerWriter struct {
 	recipients []age.Recipient
 	aw         io.WriteCloser
 	as         *pipe.AsyncWriter
-	asBufs     [][]byte  // the buffers of the last blob's as, for the next
-	out        io.Writer // what zstd writes to
-	raw        int64     // plaintext bytes written
+	asBufs     [][]byte      // the buffers of the last blob's as, for the next
+	lastAge    *ageEncrypter // the last blob's closed encrypter, whose buffers the next takes
+	out        io.Writer     // what zstd writes to
+	raw        int64         // plaintext bytes written
 	// stored is set between StoreRaw(true) and StoreRaw(false): the bytes
 	// go into a frame of raw blocks.
 	stored *rawFrame
@@ -84,7 +85,8 @@ func (w *layerWriter) begin(dst io.Writer) error {
 	out := dst
 	w.aw, w.as = nil, nil
 	if len(w.recipients) > 0 {
-		aw, err := newAgeEncrypter(dst, w.recipients...)
+		aw, err := newAgeEncrypterWith(dst, w.lastAge, w.recipients...)
+		w.lastAge = nil
 		if err != nil {
 			return fmt.Errorf("start encryption: %w", err)
 		}
@@ -153,6 +155,9 @@ func (w *layerWriter) end() error {
 	}
 	if w.aw != nil && err == nil {
 		err = w.aw.Close()
+		if ae, ok := w.aw.(*ageEncrypter); ok && err == nil {
+			w.lastAge = ae // closed: nothing writes through it any more
+		}
 	}
 	w.aw, w.as = nil, nil
 	return err
