@@ -361,8 +361,8 @@ func (d *frameDecoder) passRaw(fr *frameReader, take func() *frameOut, stop chan
 			}
 			return false, err
 		}
-		h := uint32(fr.hdr[0]) | uint32(fr.hdr[1])<<8 | uint32(fr.hdr[2])<<16
-		last, typ, size := h&1 != 0, (h>>1)&3, int(h>>3)
+		typ, size := fr.setBlock()
+		last := fr.last
 		if typ != 0 || size > maxBlock {
 			// Not raw (or a block the decoder must refuse): the rest of the
 			// frame goes through the decoder, behind the window.
@@ -377,16 +377,8 @@ func (d *frameDecoder) passRaw(fr *frameReader, take func() *frameOut, stop chan
 				h = h[n:]
 			}
 			skip := len(d.hist)
-			lead = append(lead, fr.hdr[:]...)
-			fr.last, fr.pend = last, nil
-			switch typ {
-			case 0, 2:
-				fr.left = int64(size)
-			case 1:
-				fr.left = 1
-			default:
-				fr.transparent = true
-			}
+			lead = append(lead, fr.hdr[:]...) // fr goes on from this block's content
+			fr.pend = nil
 			if fr.left == 0 && last {
 				fr.ended = true
 			}
@@ -506,6 +498,25 @@ func (fr *frameReader) next(buf *[]byte) ([]byte, error) {
 	return b, nil
 }
 
+// setBlock takes fr.hdr as the header of the next block (RFC 8878, section
+// 3.1.1.2): whether it is the frame's last, and how many bytes of it follow
+// (raw and compressed blocks: their size; RLE: one byte; a reserved type
+// leaves fr transparent). It returns the type and the size field.
+func (fr *frameReader) setBlock() (typ uint32, size int) {
+	h := uint32(fr.hdr[0]) | uint32(fr.hdr[1])<<8 | uint32(fr.hdr[2])<<16
+	typ, size = (h>>1)&3, int(h>>3)
+	fr.last = h&1 != 0
+	switch typ {
+	case 0, 2: // raw, compressed
+		fr.left = int64(size)
+	case 1: // RLE
+		fr.left = 1
+	default: // reserved: the decoder says what it is
+		fr.transparent = true
+	}
+	return typ, size
+}
+
 // fill appends the frame's next bytes to *buf, up to limit bytes in all.
 func (fr *frameReader) fill(buf *[]byte, limit int) error {
 	b := *buf
@@ -553,16 +564,7 @@ func (fr *frameReader) Read(p []byte) (int, error) {
 				}
 				return 0, err
 			}
-			h := uint32(fr.hdr[0]) | uint32(fr.hdr[1])<<8 | uint32(fr.hdr[2])<<16
-			fr.last = h&1 != 0
-			switch size := int64(h >> 3); (h >> 1) & 3 {
-			case 0, 2: // raw, compressed
-				fr.left = size
-			case 1: // RLE: one byte
-				fr.left = 1
-			default: // reserved: the decoder says what it is
-				fr.transparent = true
-			}
+			fr.setBlock()
 			fr.pend = fr.hdr[:]
 			return fr.Read(p)
 		}
