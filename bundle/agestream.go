@@ -152,11 +152,7 @@ func (d *ageDecrypter) Read(p []byte) (int, error) {
 		var n int
 		n, d.err = d.next(p)
 		if n > 0 {
-			// Opened straight into p: no copy.
-			if d.err != nil && !errors.Is(d.err, io.EOF) {
-				return 0, d.err // never plaintext of a batch that failed
-			}
-			return n, d.err
+			return n, d.err // opened straight into p (next fails with n == 0)
 		}
 		if d.err != nil && len(d.plain) == 0 {
 			return 0, d.err
@@ -376,11 +372,11 @@ func newAgeEncrypterWith(dst io.Writer, prev *ageEncrypter, recipients ...age.Re
 	if _, err := dst.Write(hdr.Bytes()); err != nil {
 		return nil, err
 	}
-	if prev != nil {
-		return &ageEncrypter{dst: dst, aead: aead, plain: prev.plain[:0], sealed: prev.sealed, nonces: prev.nonces}, nil
+	if prev == nil {
+		prev = &ageEncrypter{plain: make([]byte, 0, ageBatch*ageChunk), sealed: make([]byte, ageBatch*ageSealed),
+			nonces: make([][chacha20poly1305.NonceSize]byte, ageBatch)}
 	}
-	return &ageEncrypter{dst: dst, aead: aead, plain: make([]byte, 0, ageBatch*ageChunk),
-		sealed: make([]byte, ageBatch*ageSealed), nonces: make([][chacha20poly1305.NonceSize]byte, ageBatch)}, nil
+	return &ageEncrypter{dst: dst, aead: aead, plain: prev.plain[:0], sealed: prev.sealed, nonces: prev.nonces}, nil
 }
 
 func (e *ageEncrypter) Write(p []byte) (int, error) {

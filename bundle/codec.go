@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -187,7 +188,7 @@ const rawBlockSize = 128 << 10
 
 // rawFrameHeader: the magic number, a frame header descriptor with no
 // optional field but the window descriptor, and a window of 2^(10+7) bytes.
-var rawFrameHeader = []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3}
+var rawFrameHeader = append(bytes.Clone(zstdMagic), 0x00, 7<<3)
 
 func (f *rawFrame) Write(p []byte) (int, error) {
 	if !f.started {
@@ -299,9 +300,5 @@ func (v *verifier) mismatch(reason, got, want string) error {
 // decoder fails on altered bytes, the altered blob is the root cause to report.
 func (v *verifier) drainErr() error {
 	_, err := io.Copy(io.Discard, v)
-	var ie *IntegrityError
-	if errors.As(err, &ie) {
-		return ie
-	}
-	return nil
+	return integrityOnly(err)
 }

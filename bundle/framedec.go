@@ -15,19 +15,25 @@ import (
 // (the splitter) reads the stream and finds where each frame ends from its
 // block headers alone; a frame of at most fastFrame bytes, in and out, goes
 // whole to one of the workers (zstd's DecodeAll), and the plaintext comes
-// out in stream order. Any other frame (no content size, as the raw frames
-// of StoreRaw; larger; with a dictionary) is decoded by one streaming
-// decoder, bounded to that frame; what the splitter cannot walk (not a
-// frame, a reserved block type, a truncated frame) goes with the rest of the
-// stream to that streaming decoder, which reports it as before. Every frame
-// is decoded by klauspost/compress, with its checks (window, content size,
-// checksum); the splitter only decides which decoder gets which bytes.
+// out in stream order. The raw blocks of a frame like StoreRaw's (no content
+// size, no checksum, a small window) are their own plaintext and are passed
+// as they are (passRaw). Any other frame (larger, with a dictionary) is
+// decoded by one streaming decoder, bounded to that frame; what the splitter
+// cannot walk (not a frame, a reserved block type, a truncated frame) goes
+// with the rest of the stream to that streaming decoder, which reports it as
+// before. Every compressed block is decoded by klauspost/compress, with its
+// checks (window, content size, checksum); the splitter only decides which
+// decoder gets which bytes.
 type frameDecoder struct {
 	all    *zstd.Decoder // DecodeAll, one call per worker at a time
 	stream *zstd.Decoder // one frame, or the rest of the stream, at a time
 	free   chan *frameOut
 	work   chan *frameOut
 	order  chan *frameOut // to Read, in stream order
+
+	workers sync.WaitGroup
+	closed  bool
+	hist    []byte // passRaw's window (the splitter's)
 
 	// per stream (Reset)
 	stop    chan struct{}
@@ -36,9 +42,6 @@ type frameDecoder struct {
 	cur     *frameOut
 	off     int
 	err     error
-	closed  bool
-	workers sync.WaitGroup
-	hist    []byte // passRaw's window
 }
 
 // frameOut is one frame (in: the whole frame, for a worker), or a piece of

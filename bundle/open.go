@@ -318,8 +318,9 @@ func (b *Bundle) openBlob(ctx context.Context, l Layer, fetch func(context.Conte
 	return b.openBlobWith(ctx, l, fetch, nil)
 }
 
-// readerParts are what the reader of one part leaves to the next: its zstd
-// decoder and prefetch buffers (the parts of a layer are read in turn).
+// readerParts are what the reader of one part leaves to the next (the parts
+// of a layer are read in turn): its frame decoder (and workers), the buffers
+// of its two prefetchers, and its age batch buffer.
 type readerParts struct {
 	fd      *frameDecoder
 	bufs    [][]byte
@@ -353,18 +354,16 @@ func (b *Bundle) openBlobWith(ctx context.Context, l Layer, fetch func(context.C
 	storedErr := v.drainErr
 	closeRaw := rc.Close
 	var raw *prefetcher
-	if l.Encrypted {
-		// Three stages: fetching and hashing in one goroutine, decryption
-		// in the next, decoding in the caller's. Hashing and decryption
-		// each cost about what zstd and the file writes do, so in one
-		// stage they made the pull wait on it.
-		raw = newPrefetcherWith(v, nil, reuse.rawBufs)
-		stored, storedErr = raw, func() error { return integrityOnly(raw.drainErr()) }
-		closeRaw = func() error { return raw.Close(rc.Close) }
-	}
 	var plain io.Reader = stored
 	var ar *ageDecrypter
 	if l.Encrypted {
+		// Fetching and hashing get a stage of their own, ahead of
+		// decryption: hashing and decryption each cost about what zstd
+		// and the file writes do, so in one stage they made the pull wait
+		// on it (see docs/bundle-format.md for all the stages).
+		raw = newPrefetcherWith(v, nil, reuse.rawBufs)
+		stored, storedErr = raw, func() error { return integrityOnly(raw.drainErr()) }
+		closeRaw = func() error { return raw.Close(rc.Close) }
 		ar, err = newAgeDecrypterWith(stored, b.identities, reuse.ageBuf)
 		if err != nil {
 			ie := storedErr()
