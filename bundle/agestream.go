@@ -33,27 +33,32 @@ var errAgeTruncated = errors.New("the encrypted stream is truncated")
 // ageDecrypter decrypts an age file as it streams. The header (recipient
 // stanzas and MAC) is read and checked by filippo.io/age (DecryptHeader), so
 // identities, key unwrapping and header authentication are age's own code;
-// the payload is opened here, in place, without the per-chunk allocation and
-// copy of age's reader (its cost showed in pull profiles), a batch of chunks
-// at a time: the chunks of a batch are independent (each has its own nonce
-// and tag), so they are opened by two goroutines at once.
+// the payload is opened here, without the per-chunk allocation and copy of
+// age's reader (its cost showed in pull profiles), a batch of chunks at a
+// time, where its source lent them (ageBatches: a pull's fetch stage hands
+// over its own buffers, so the sealed bytes are never copied): the chunks
+// of a batch are independent (each has its own nonce and tag), so they are
+// opened by two goroutines at once.
 //
 // Every chunk is authenticated before its plaintext is returned; the end of
 // the stream is only accepted on a chunk sealed as the last one, directly
-// followed by the end of src, so truncation and appended data are errors.
+// followed by the end of src, so truncation and appended data are errors. A
+// full chunk that ends a batch whose source has not said whether more
+// follows is tried as a middle chunk, then as the last one, as age's own
+// reader does; once it opened as the last, only the end may follow.
 type ageDecrypter struct {
-	src   io.Reader
+	src   ageBatches
 	aead  cipher.AEAD
 	nonce [chacha20poly1305.NonceSize]byte
-	buf   []byte // ageBatch sealed chunks and one byte of look-ahead
-	carry bool   // buf[0] holds the look-ahead byte of the previous read
 	// plain are the opened chunks of the batch not yet read, in order.
-	plain  [][]byte
-	chunks [][]byte
-	nonces [][chacha20poly1305.NonceSize]byte
-	errs   []error
-	first  bool
-	err    error
+	plain   [][]byte
+	chunks  [][]byte
+	nonces  [][chacha20poly1305.NonceSize]byte
+	errs    []error
+	scratch []byte // the plaintext of a batch's final chunk opened out of place
+	first   bool
+	ended   bool // the last chunk was opened: only the end of src may follow
+	err     error
 }
 
 // ageBatch is the number of chunks read and opened at once (1 MiB of
@@ -63,52 +68,90 @@ const (
 	ageMinSplit = 4
 )
 
-// newAgeDecrypter reads the age header from src and unwraps the file key
-// with identities. Its errors are age's (*age.NoIdentityMatchError for
-// identities that are not recipients) or a malformed-header error.
-func newAgeDecrypter(src io.Reader, identities []age.Identity) (*ageDecrypter, error) {
-	return newAgeDecrypterWith(src, identities, nil)
+// ageBatches lends the sealed payload of an age stream (what follows the
+// header and the payload nonce) a batch at a time: ageBatch sealed chunks
+// with a nil error, or what is left before the end of the stream with
+// io.EOF, or before a failure with the source's error. A batch is valid
+// until the next call.
+type ageBatches interface {
+	nextBatch() ([]byte, error)
 }
 
-// newAgeDecrypterWith is newAgeDecrypter with the batch buffer of an earlier
-// one (its buffer method; nil: a new one), for the parts of a layer read in
-// turn.
-func newAgeDecrypterWith(src io.Reader, identities []age.Identity, buf []byte) (*ageDecrypter, error) {
-	br := bufio.NewReaderSize(src, 4096)
-	hdr, err := readAgeHeader(br)
+// readerBatches reads the batches from an io.Reader into a buffer of its own.
+type readerBatches struct {
+	r   io.Reader
+	buf []byte
+}
+
+func (s *readerBatches) nextBatch() ([]byte, error) {
+	n, err := io.ReadFull(s.r, s.buf)
+	if err == io.EOF || err == io.ErrUnexpectedEOF { //nolint:errorlint // io.ReadFull's own values: the end of r
+		// (A source error wrapping io.ErrUnexpectedEOF, a connection cut
+		// in the middle of a download, is not the end: it is returned as
+		// it is.)
+		return s.buf[:n], io.EOF
+	}
+	return s.buf[:n], err
+}
+
+// newAgeDecrypter reads the age header from src and unwraps the file key
+// with identities. Its errors are age's (*age.NoIdentityMatchError for
+// identities that are not recipients) or a malformed-header error. The
+// payload is read into a batch buffer of its own (see newAgeDecrypterOn for
+// a source that lends its batches).
+func newAgeDecrypter(src io.Reader, identities []age.Identity) (*ageDecrypter, error) {
+	aead, rest, err := readAgePayloadKey(src, identities)
 	if err != nil {
 		return nil, err
 	}
+	var r io.Reader = src
+	if len(rest) > 0 {
+		r = io.MultiReader(bytes.NewReader(rest), src)
+	}
+	return newAgeDecrypterOn(&readerBatches{r: r, buf: make([]byte, ageBatch*ageSealed)}, aead), nil
+}
+
+// newAgeDecrypterOn decrypts the payload src lends, with the payload key of
+// readAgePayloadKey.
+func newAgeDecrypterOn(src ageBatches, aead cipher.AEAD) *ageDecrypter {
+	return &ageDecrypter{src: src, aead: aead, first: true,
+		chunks: make([][]byte, 0, ageBatch), nonces: make([][chacha20poly1305.NonceSize]byte, ageBatch), errs: make([]error, ageBatch)}
+}
+
+// readAgePayloadKey reads an age header and the payload nonce from src, has
+// age unwrap the file key with identities and check the header's MAC, and
+// returns the payload's AEAD; rest is what it read of src beyond the nonce
+// (the payload's first bytes: the header is read through a small buffer).
+func readAgePayloadKey(src io.Reader, identities []age.Identity) (aead cipher.AEAD, rest []byte, err error) {
+	br := bufio.NewReaderSize(src, 4096)
+	hdr, err := readAgeHeader(br)
+	if err != nil {
+		return nil, nil, err
+	}
 	fileKey, err := age.DecryptHeader(hdr, identities...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	nonce := make([]byte, ageNonceSize)
 	if _, err := io.ReadFull(br, nonce); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, errAgeTruncated
+			return nil, nil, errAgeTruncated
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	key, err := hkdf.Key(sha256.New, fileKey, nonce, "payload", chacha20poly1305.KeySize)
+	clear(fileKey)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	aead, err := chacha20poly1305.New(key)
-	if err != nil {
-		return nil, err
+	if aead, err = chacha20poly1305.New(key); err != nil {
+		return nil, nil, err
 	}
-	// What the header reader buffered beyond the nonce is payload.
-	var rest io.Reader = src
 	if n := br.Buffered(); n > 0 {
 		b, _ := br.Peek(n)
-		rest = io.MultiReader(bytes.NewReader(bytes.Clone(b)), src)
+		rest = bytes.Clone(b)
 	}
-	if len(buf) != ageBatch*ageSealed+1 {
-		buf = make([]byte, ageBatch*ageSealed+1)
-	}
-	return &ageDecrypter{src: rest, aead: aead, buf: buf, first: true,
-		chunks: make([][]byte, 0, ageBatch), nonces: make([][chacha20poly1305.NonceSize]byte, ageBatch), errs: make([]error, ageBatch)}, nil
+	return aead, rest, nil
 }
 
 // readAgeHeader returns the header's bytes: every line up to and including
@@ -142,7 +185,7 @@ func (d *ageDecrypter) Read(p []byte) (int, error) {
 	for len(d.plain) > 0 && len(d.plain[0]) == 0 {
 		d.plain = d.plain[1:]
 	}
-	if len(d.plain) == 0 {
+	for len(d.plain) == 0 {
 		if d.err != nil {
 			return 0, d.err
 		}
@@ -153,9 +196,6 @@ func (d *ageDecrypter) Read(p []byte) (int, error) {
 		n, d.err = d.next(p)
 		if n > 0 {
 			return n, d.err // opened straight into p (next fails with n == 0)
-		}
-		if d.err != nil && len(d.plain) == 0 {
-			return 0, d.err
 		}
 	}
 	n := 0
@@ -173,68 +213,99 @@ func (d *ageDecrypter) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// next reads, authenticates and decrypts a batch of chunks: into dst when
-// it holds the batch's plaintext (it returns the plaintext's length), else in
-// place, into d.plain. After the last chunk it returns io.EOF (with the batch
-// unread).
+var (
+	errAgeAltered  = errors.New("failed to authenticate a payload chunk: the stream was altered")
+	errAgeLastLost = errors.New("failed to authenticate the last chunk: the stream was truncated or altered")
+)
+
+// next takes a batch from src, authenticates and decrypts it: into dst when
+// it holds the batch's plaintext (it returns the plaintext's length), else
+// in place (or, for a batch's final chunk, into scratch), into d.plain.
+// After the last chunk it returns io.EOF; a failure returns 0 and nothing
+// of the batch.
 func (d *ageDecrypter) next(dst []byte) (int, error) {
-	start := 0
-	if d.carry {
-		// The look-ahead byte of the previous read starts this batch.
-		d.buf[0] = d.buf[len(d.buf)-1]
-		start = 1
-	}
-	n, err := io.ReadFull(d.src, d.buf[start:])
-	n += start
-	last := false
+	b, err := d.src.nextBatch()
+	end := false
 	switch {
-	case err == nil: // whole chunks and one more byte: the last is still ahead
-		n--
-	case err == io.EOF || err == io.ErrUnexpectedEOF: //nolint:errorlint // io.ReadFull's own values: the end of src
-		// (A source error wrapping io.ErrUnexpectedEOF, a connection cut in
-		// the middle of a download, is not the end: it is returned below.)
-		last = true
+	case err == nil:
+	case err == io.EOF: //nolint:errorlint // ageBatches' own value: the end of the stream
+		end = true
 	default:
 		return 0, err
 	}
-	// Split what was read into sealed chunks; only the very last may be short.
-	d.chunks = d.chunks[:0]
-	for off := 0; off < n; off += ageSealed {
-		d.chunks = append(d.chunks, d.buf[off:min(off+ageSealed, n)])
-	}
-	if last {
-		switch {
-		case len(d.chunks) == 0 || len(d.chunks[len(d.chunks)-1]) < ageTag:
-			return 0, errAgeTruncated
-		case len(d.chunks[len(d.chunks)-1]) == ageTag && !(d.first && len(d.chunks) == 1):
-			return 0, errors.New("the encrypted stream ends with an empty chunk")
+	if d.ended {
+		if len(b) > 0 || !end {
+			return 0, errors.New("data after the last chunk of the encrypted stream: it was altered")
 		}
+		return 0, io.EOF
+	}
+	// Split the batch into sealed chunks; only the very last may be short.
+	d.chunks = d.chunks[:0]
+	for off := 0; off < len(b); off += ageSealed {
+		d.chunks = append(d.chunks, b[off:min(off+ageSealed, len(b))])
+	}
+	k := len(d.chunks)
+	switch {
+	case end && (k == 0 || len(d.chunks[k-1]) < ageTag):
+		return 0, errAgeTruncated
+	case end && len(d.chunks[k-1]) == ageTag && !(d.first && k == 1):
+		return 0, errors.New("the encrypted stream ends with an empty chunk")
+	case !end && (k == 0 || len(d.chunks[k-1]) != ageSealed):
+		return 0, fmt.Errorf("the encrypted stream's source lent %d bytes, not whole chunks", len(b))
 	}
 	for i := range d.chunks {
 		d.nonces[i] = d.nonce
 		incAgeNonce(&d.nonce)
 	}
-	if last {
-		d.nonces[len(d.chunks)-1][chacha20poly1305.NonceSize-1] = 1
+	if end {
+		d.nonces[k-1][chacha20poly1305.NonceSize-1] = 1
 	}
-	k := len(d.chunks)
-	plainLen := n - k*ageTag
+	plainLen := len(b) - k*ageTag
 	direct := len(dst) >= plainLen
-	if direct {
-		inHalves(k, func(from, to int) { d.openTo(dst, from, to) })
-	} else {
-		inHalves(k, d.open)
+	// The final chunk of a batch that may not be the last one is opened
+	// out of place (into dst, or scratch), so that a failure as a middle
+	// chunk leaves its ciphertext to try it as the last.
+	outOfPlace := !end && !direct
+	if outOfPlace && d.scratch == nil {
+		d.scratch = make([]byte, ageChunk)
+	}
+	open := func(from, to int) {
+		for i := from; i < to; i++ {
+			c := d.chunks[i]
+			switch {
+			case direct:
+				off := i * ageChunk
+				_, d.errs[i] = d.aead.Open(dst[off:off], d.nonces[i][:], c, nil)
+			case outOfPlace && i == k-1:
+				_, d.errs[i] = d.aead.Open(d.scratch[:0], d.nonces[i][:], c, nil)
+			default:
+				_, d.errs[i] = d.aead.Open(c[:0], d.nonces[i][:], c, nil)
+			}
+		}
+	}
+	inHalves(k, open)
+	if !end && d.errs[k-1] != nil {
+		// Sealed as the last chunk, with the end of the stream not yet
+		// seen: it must follow (see above).
+		d.nonces[k-1][chacha20poly1305.NonceSize-1] = 1
+		if open(k-1, k); d.errs[k-1] == nil {
+			d.ended = true
+		}
 	}
 	d.plain = d.plain[:0]
 	for i := 0; i < k; i++ {
 		if d.errs[i] != nil {
 			d.plain = d.plain[:0]
-			if last && i == k-1 {
-				return 0, errors.New("failed to authenticate the last chunk: the stream was truncated or altered")
+			if end && i == k-1 {
+				return 0, errAgeLastLost
 			}
-			return 0, errors.New("failed to authenticate a payload chunk: the stream was altered")
+			return 0, errAgeAltered
 		}
-		if !direct {
+		switch {
+		case direct:
+		case outOfPlace && i == k-1:
+			d.plain = append(d.plain, d.scratch[:len(d.chunks[i])-ageTag])
+		default:
 			d.plain = append(d.plain, d.chunks[i][:len(d.chunks[i])-ageTag])
 		}
 	}
@@ -243,18 +314,11 @@ func (d *ageDecrypter) next(dst []byte) (int, error) {
 	if direct {
 		out = plainLen
 	}
-	if last {
+	if end {
 		return out, io.EOF
 	}
-	// The look-ahead byte, buf[len(buf)-1], is outside every chunk; next
-	// moves it to the front once the batch is consumed.
-	d.carry = true
 	return out, nil
 }
-
-// buffer returns the batch buffer, for a decrypter made after this one is
-// no longer read.
-func (d *ageDecrypter) buffer() []byte { return d.buf }
 
 // inHalves runs f over chunks [0, k): the second half in another goroutine
 // when the batch is large enough to be worth it.
@@ -267,23 +331,6 @@ func inHalves(k int, f func(from, to int)) {
 	wg.Go(func() { f(k/2, k) })
 	f(0, k/2)
 	wg.Wait()
-}
-
-// openTo authenticates and decrypts chunks [from, to) into dst, chunk i at
-// i*ageChunk.
-func (d *ageDecrypter) openTo(dst []byte, from, to int) {
-	for i := from; i < to; i++ {
-		off := i * ageChunk
-		_, d.errs[i] = d.aead.Open(dst[off:off], d.nonces[i][:], d.chunks[i], nil)
-	}
-}
-
-// open authenticates and decrypts chunks [from, to) in place.
-func (d *ageDecrypter) open(from, to int) {
-	for i := from; i < to; i++ {
-		c := d.chunks[i]
-		_, d.errs[i] = d.aead.Open(c[:0], d.nonces[i][:], c, nil)
-	}
 }
 
 func incAgeNonce(nonce *[chacha20poly1305.NonceSize]byte) {

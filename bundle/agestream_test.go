@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"testing"
+	"testing/iotest"
 
 	"filippo.io/age"
 )
@@ -44,6 +45,9 @@ func TestAgeDecrypterMatchesAge(t *testing.T) {
 			if !bytes.Equal(got, plain) {
 				t.Fatalf("size %d step %d: plaintext differs", size, step)
 			}
+			if got, err := decryptPiped(enc.Bytes(), id, step); err != nil || !bytes.Equal(got, plain) {
+				t.Fatalf("size %d step %d, lent batches: %d bytes, %v", size, step, len(got), err)
+			}
 		}
 		ct := enc.Bytes()
 		// Every truncation and every appended byte is refused, as age does.
@@ -57,9 +61,15 @@ func TestAgeDecrypterMatchesAge(t *testing.T) {
 			if _, err := decryptAll(ct[:cut], id, false); err == nil {
 				t.Errorf("size %d: truncated to %d of %d bytes: accepted", size, cut, len(ct))
 			}
+			if _, err := decryptPiped(ct[:cut], id, 4096); err == nil {
+				t.Errorf("size %d, lent batches: truncated to %d of %d bytes: accepted", size, cut, len(ct))
+			}
 		}
 		if _, err := decryptAll(append(bytes.Clone(ct), 0), id, false); err == nil {
 			t.Errorf("size %d: a byte appended: accepted", size)
+		}
+		if _, err := decryptPiped(append(bytes.Clone(ct), 0), id, 4096); err == nil {
+			t.Errorf("size %d, lent batches: a byte appended: accepted", size)
 		}
 		if size > 0 {
 			flipped := bytes.Clone(ct)
@@ -107,6 +117,20 @@ func decryptAll(ct []byte, id age.Identity, reference bool) ([]byte, error) {
 		return nil, err
 	}
 	return io.ReadAll(r)
+}
+
+// decryptPiped decrypts ct as a pull does: the header read first, the
+// payload lent by a prefetcher whose buffers hold whole batches, filled
+// from a source that returns a few bytes at a time and never its end early.
+func decryptPiped(ct []byte, id age.Identity, step int) ([]byte, error) {
+	src := iotest.HalfReader(bytes.NewReader(ct))
+	aead, rest, err := readAgePayloadKey(src, []age.Identity{id})
+	if err != nil {
+		return nil, err
+	}
+	raw := newPrefetcherSized(io.MultiReader(bytes.NewReader(rest), src), nil, nil, ageBatch*ageSealed)
+	defer raw.Close(nil)
+	return readInSteps(newAgeDecrypterOn(raw, aead), step)
 }
 
 func readInSteps(r io.Reader, step int) ([]byte, error) {
@@ -288,6 +312,13 @@ func FuzzAgeStream(f *testing.F) {
 		}
 		if err == nil && !bytes.Equal(got, plain) {
 			t.Fatal("accepted a different plaintext")
+		}
+		piped, perr := decryptPiped(ct, id, st)
+		if (ageErr == nil) != (perr == nil) {
+			t.Fatalf("op %d at %d: age says %v, the decrypter on lent batches %v", op%3, i, ageErr, perr)
+		}
+		if perr == nil && !bytes.Equal(piped, plain) {
+			t.Fatal("lent batches: accepted a different plaintext")
 		}
 	})
 }

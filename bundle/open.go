@@ -319,13 +319,12 @@ func (b *Bundle) openBlob(ctx context.Context, l Layer, fetch func(context.Conte
 }
 
 // readerParts are what the reader of one part leaves to the next (the parts
-// of a layer are read in turn): its frame decoder (and workers), the buffers
-// of its two prefetchers, and its age batch buffer.
+// of a layer are read in turn): its frame decoder (and workers) and the
+// buffers of its two prefetchers.
 type readerParts struct {
 	fd      *frameDecoder
 	bufs    [][]byte
 	rawBufs [][]byte
-	ageBuf  []byte
 }
 
 func (b *Bundle) openBlobWith(ctx context.Context, l Layer, fetch func(context.Context, Layer) (io.ReadCloser, error), reuse *readerParts) (*layerReader, error) {
@@ -357,22 +356,29 @@ func (b *Bundle) openBlobWith(ctx context.Context, l Layer, fetch func(context.C
 	var plain io.Reader = stored
 	var ar *ageDecrypter
 	if l.Encrypted {
-		// Fetching and hashing get a stage of their own, ahead of
-		// decryption: hashing and decryption each cost about what zstd
-		// and the file writes do, so in one stage they made the pull wait
-		// on it (see docs/bundle-format.md for all the stages).
-		raw = newPrefetcherWith(v, nil, reuse.rawBufs)
-		stored, storedErr = raw, func() error { return integrityOnly(raw.drainErr()) }
-		closeRaw = func() error { return raw.Close(rc.Close) }
-		ar, err = newAgeDecrypterWith(stored, b.identities, reuse.ageBuf)
+		// The header is read here, so that the fetch stage's buffers hold
+		// whole batches of sealed chunks, which the decrypter opens where
+		// they lie. Fetching and hashing get a stage of their own, ahead of
+		// decryption: hashing and decryption each cost about what zstd and
+		// the file writes do, so in one stage they made the pull wait on it
+		// (see docs/bundle-format.md for all the stages).
+		aead, rest, err := readAgePayloadKey(v, b.identities)
 		if err != nil {
-			ie := storedErr()
-			closeRaw()
+			ie := v.drainErr()
+			rc.Close()
 			if ie != nil {
 				return nil, ie
 			}
 			return nil, ageError(l, err)
 		}
+		var payload io.Reader = v
+		if len(rest) > 0 {
+			payload = io.MultiReader(bytes.NewReader(rest), v)
+		}
+		raw = newPrefetcherSized(payload, nil, reuse.rawBufs, ageBatch*ageSealed)
+		stored, storedErr = raw, func() error { return integrityOnly(raw.drainErr()) }
+		closeRaw = func() error { return raw.Close(rc.Close) }
+		ar = newAgeDecrypterOn(raw, aead)
 		plain = &decryptErrReader{r: ar, l: l}
 	}
 	// The decrypted (or, unencrypted, the verified) bytes are read ahead
@@ -673,9 +679,6 @@ func (l *layerReader) detach() *readerParts {
 	rp := &readerParts{fd: l.fd, bufs: l.pf.release()}
 	if l.raw != nil {
 		rp.rawBufs = l.raw.release()
-	}
-	if l.ar != nil {
-		rp.ageBuf = l.ar.buffer() // pf's goroutine, its reader, has ended
 	}
 	return rp
 }

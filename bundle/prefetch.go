@@ -20,6 +20,7 @@ const (
 // writing it. Bytes and the final error come out in src's order: Read
 // returns src's error (io.EOF included) only after every byte before it.
 type prefetcher struct {
+	size   int // of each buffer
 	free   chan []byte
 	full   chan prefetched
 	done   chan struct{}
@@ -46,17 +47,25 @@ func newPrefetcher(src io.Reader, onErr func(error) error) *prefetcher {
 // newPrefetcherWith is newPrefetcher with the buffers an earlier one
 // released (nil: new ones), for the parts of a layer read in turn.
 func newPrefetcherWith(src io.Reader, onErr func(error) error, bufs [][]byte) *prefetcher {
+	return newPrefetcherSized(src, onErr, bufs, prefetchSize)
+}
+
+// newPrefetcherSized is newPrefetcherWith with buffers of size bytes: each
+// buffer it hands over holds size bytes of src, but the last one (see
+// nextBatch).
+func newPrefetcherSized(src io.Reader, onErr func(error) error, bufs [][]byte, size int) *prefetcher {
 	p := &prefetcher{
+		size:   size,
 		free:   make(chan []byte, prefetchBufs),
 		full:   make(chan prefetched, prefetchBufs),
 		done:   make(chan struct{}),
 		exited: make(chan struct{}),
 	}
 	for i := range prefetchBufs {
-		if i < len(bufs) {
-			p.free <- bufs[i]
+		if i < len(bufs) && cap(bufs[i]) >= size {
+			p.free <- bufs[i][:size]
 		} else {
-			p.free <- make([]byte, prefetchSize)
+			p.free <- make([]byte, size)
 		}
 	}
 	go p.run(src, onErr)
@@ -133,6 +142,22 @@ func (p *prefetcher) Read(b []byte) (int, error) {
 		return n, p.err
 	}
 	return n, nil
+}
+
+// nextBatch lends the next buffer whole, without a copy: what it returns is
+// valid until the next call of nextBatch, Read or Close. The buffer is full
+// (size bytes of src) when the error is nil; otherwise it holds what src
+// gave before its error (io.EOF at its end). Once an error was returned it
+// is returned again, with nothing.
+func (p *prefetcher) nextBatch() ([]byte, error) {
+	if p.err != nil {
+		p.cur = nil
+		return nil, p.err
+	}
+	p.next()
+	b := p.cur
+	p.cur = nil
+	return b, p.err
 }
 
 func (p *prefetcher) next() {
