@@ -178,7 +178,7 @@ func (w *partsWriter) open() error {
 		if err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
-		op.f, op.hw = f, oci.NewHashWriter(f, nil)
+		op.f, op.hw = f, oci.NewHashWriter(pipe.FileWriter{F: f}, nil)
 		if w.fileBufs != nil {
 			op.aw, w.fileBufs = pipe.NewAsyncWriterWith(op.hw, w.fileBufs), nil
 		} else {

@@ -11,6 +11,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 )
 
 // ExtractOptions tune Extract.
@@ -146,11 +148,9 @@ func (x *extractor) xattrErr(name string, err error) error {
 	return err
 }
 
-// CopyBufferSize is the size of the file writes of an extraction. Measured
-// on Linux/ext4 (make bench): 128-256 KiB writes cost about half the system
-// time of io.Copy's path for the same bytes; 1 MiB writes cost three times
-// more, so bigger is not better.
-const CopyBufferSize = 256 << 10
+// CopyBufferSize is the size of the file writes of an extraction (see
+// pipe.FileWriteSize for why it is small).
+const CopyBufferSize = pipe.FileWriteSize
 
 // copyN copies exactly n bytes, in writes of up to CopyBufferSize.
 func (x *extractor) copyN(dst io.Writer, src io.Reader, n int64) error {

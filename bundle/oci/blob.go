@@ -45,9 +45,8 @@ type BlobOptions struct {
 	OnComplete func(desc ocispec.Descriptor)
 }
 
-// Sizes of the stages that hash and store a blob: writes of this size
-// (measured: larger writes cost more system time on ext4, see
-// files.CopyBufferSize), a few in flight.
+// Sizes of the stages that hash and store a blob: buffers of this size, a
+// few in flight, each written to its file in writes of pipe.FileWriteSize.
 const (
 	storeBufSize = 256 << 10
 	storeBufs    = 8
@@ -267,7 +266,7 @@ func newSpoolBlob(ctx context.Context, repo *remote.Repository, mediaType string
 	u.ctx = ctx // the upload stops with Abort too
 	b := &spoolBlob{ctx: ctx, cancel: cancel, path: opts.SpoolFile, f: f, u: u, mediaType: mediaType, onUpload: opts.OnUpload, onComplete: opts.OnComplete, upDone: make(chan struct{})}
 	b.cond = sync.NewCond(&b.mu)
-	b.hw = NewHashWriter(f, b.grew)
+	b.hw = NewHashWriter(pipe.FileWriter{F: f}, b.grew)
 	b.aw = pipe.NewAsyncWriter(b.hw, storeBufSize, storeBufs)
 	stopWake := context.AfterFunc(ctx, func() {
 		b.mu.Lock()

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/s2"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 )
 
 // A staged restore loads several tables at once, on several connections,
@@ -84,7 +86,7 @@ func (s *spool) write(raw []byte) (feedPart, error) {
 	off := s.size
 	s.size += int64(len(enc))
 	s.mu.Unlock()
-	if _, err := s.f.WriteAt(enc, off); err != nil {
+	if _, err := pipe.WriteAt(s.f, enc, off); err != nil {
 		return feedPart{}, fmt.Errorf("restore: spool: %w", err)
 	}
 	return feedPart{spooled: true, compressed: compress, off: off, n: len(enc), raw: len(raw), crc: crc32.Checksum(raw, castagnoli)}, nil
