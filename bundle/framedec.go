@@ -33,21 +33,26 @@ type frameDecoder struct {
 
 	workers sync.WaitGroup
 	closed  bool
-	hist    []byte // passRaw's window (the splitter's)
+	hist    rawHistory // passRaw's window (the splitter's)
 
 	// per stream (Reset)
+	lender  *prefetcher // src, when it lends its bytes (passRaw takes them without a copy)
 	stop    chan struct{}
 	exited  chan struct{}
 	stopped bool
 	cur     *frameOut
-	off     int
+	off     int // in cur.out
+	li, lo  int // in cur.lent: the slice, the offset in it
 	err     error
 }
 
-// frameOut is one frame (in: the whole frame, for a worker), or a piece of
-// what the streaming decoder wrote (out only); err ends the stream.
+// frameOut is one frame (in: the whole frame, for a worker), a piece of
+// what the streaming decoder wrote (out only), or raw blocks' content as it
+// lies in the source's buffer ref (lent only); err ends the stream.
 type frameOut struct {
 	in, out []byte
+	lent    [][]byte
+	ref     *pbuf
 	err     error
 	done    chan struct{}
 }
@@ -98,10 +103,12 @@ func newFrameDecoder() (*frameDecoder, error) {
 }
 
 // Reset starts decoding src; the previous stream must have been stopped
-// (read to its end, or Stop).
+// (read to its end, or Stop). A *prefetcher source lends the raw blocks'
+// content, which is then handed out where it lies.
 func (d *frameDecoder) Reset(src io.Reader) {
 	d.stop, d.exited, d.stopped = make(chan struct{}), make(chan struct{}), false
-	d.err, d.off = nil, 0
+	d.err, d.off, d.li, d.lo = nil, 0, 0, 0
+	d.lender, _ = src.(*prefetcher)
 	go d.split(src, d.stop, d.exited)
 }
 
@@ -113,18 +120,31 @@ func (d *frameDecoder) Stop() {
 	}
 	d.stopped = true
 	close(d.stop)
-	<-d.exited
 	if d.cur != nil {
 		d.recycle(d.cur)
 		d.cur = nil
 	}
+	// The pieces are recycled while the splitter ends: lent ones hold the
+	// source's buffers, which the splitter may be waiting for.
+	exited := d.exited
 	for {
 		select {
 		case j := <-d.order:
 			<-j.done
 			d.recycle(j)
+		case <-exited:
+			exited = nil
 		default:
-			return
+			if exited == nil {
+				return
+			}
+			select {
+			case j := <-d.order:
+				<-j.done
+				d.recycle(j)
+			case <-exited:
+				exited = nil
+			}
 		}
 	}
 }
@@ -144,21 +164,45 @@ func (d *frameDecoder) Close() {
 }
 
 func (d *frameDecoder) recycle(j *frameOut) {
-	j.in, j.out, j.err, j.done = j.in[:0], j.out[:0], nil, nil
+	if j.ref != nil {
+		j.ref.release()
+	}
+	clear(j.lent)
+	j.in, j.out, j.lent, j.ref, j.err, j.done = j.in[:0], j.out[:0], j.lent[:0], nil, nil, nil
 	d.free <- j
 }
 
 func (d *frameDecoder) Read(p []byte) (int, error) {
+	b, err := d.next(len(p))
+	return copy(p, b), err
+}
+
+// next returns up to max bytes of the plaintext (at least one, or an error)
+// without a copy: they are valid until the next call of next, Read, Stop or
+// Close.
+func (d *frameDecoder) next(max int) ([]byte, error) {
+	if max <= 0 {
+		return nil, nil
+	}
 	for {
 		if d.cur != nil {
 			if d.off < len(d.cur.out) {
-				n := copy(p, d.cur.out[d.off:])
-				d.off += n
-				return n, nil
+				b := d.cur.out[d.off:min(len(d.cur.out), d.off+max)]
+				d.off += len(b)
+				return b, nil
+			}
+			for d.li < len(d.cur.lent) {
+				l := d.cur.lent[d.li]
+				if d.lo < len(l) {
+					b := l[d.lo:min(len(l), d.lo+max)]
+					d.lo += len(b)
+					return b, nil
+				}
+				d.li, d.lo = d.li+1, 0
 			}
 			err := d.cur.err
 			d.recycle(d.cur)
-			d.cur, d.off = nil, 0
+			d.cur, d.off, d.li, d.lo = nil, 0, 0, 0
 			if err != nil {
 				d.err = err
 			}
@@ -167,7 +211,7 @@ func (d *frameDecoder) Read(p []byte) (int, error) {
 			// The splitter may have read ahead of a frame that failed:
 			// stop it (at the end it has already exited).
 			d.Stop()
-			return 0, d.err
+			return nil, d.err
 		}
 		j := <-d.order
 		<-j.done
@@ -329,6 +373,68 @@ func keepWindow(hist, b []byte, window int) []byte {
 	return append(hist, tail...)
 }
 
+// rawHistory is the last window bytes passRaw handed out, which a
+// compressed block that follows raw ones may refer to: copied (pieces the
+// splitter copied into its own buffers), or, for lent pieces, the pieces
+// themselves, each holding its source buffer until the window moves past it.
+type rawHistory struct {
+	window int
+	copied []byte
+	lent   [][]byte
+	refs   []*pbuf
+	n      int // bytes in lent
+}
+
+func (h *rawHistory) reset(window int) {
+	h.release()
+	h.window, h.copied = window, h.copied[:0]
+}
+
+// keepCopy notes pieces handed out from the splitter's own buffer.
+func (h *rawHistory) keepCopy(b []byte) { h.copied = keepWindow(h.copied, b, h.window) }
+
+// keepLent notes a lent piece of ref's buffer, taking a reference on it,
+// and drops the pieces the window no longer reaches.
+func (h *rawHistory) keepLent(b []byte, ref *pbuf) {
+	ref.refs.Add(1)
+	h.lent, h.refs, h.n = append(h.lent, b), append(h.refs, ref), h.n+len(b)
+	drop := 0
+	for drop < len(h.lent) && h.n-len(h.lent[drop]) >= h.window {
+		h.n -= len(h.lent[drop])
+		h.refs[drop].release()
+		drop++
+	}
+	if drop > 0 {
+		n := copy(h.lent, h.lent[drop:])
+		clear(h.lent[n:])
+		copy(h.refs, h.refs[drop:])
+		clear(h.refs[n:])
+		h.lent, h.refs = h.lent[:n], h.refs[:n]
+	}
+}
+
+// bytes returns the last window bytes handed out (a copy).
+func (h *rawHistory) bytes() []byte {
+	if len(h.lent) == 0 {
+		return h.copied
+	}
+	var b []byte
+	for _, l := range h.lent {
+		b = append(b, l...)
+	}
+	return b[max(0, len(b)-h.window):]
+}
+
+// release drops the references on lent pieces.
+func (h *rawHistory) release() {
+	for _, r := range h.refs {
+		r.release()
+	}
+	clear(h.lent)
+	clear(h.refs)
+	h.lent, h.refs, h.n = h.lent[:0], h.refs[:0], 0
+}
+
 // passRaw passes the raw blocks of the frame fr is in (see
 // frameReader.window) straight into pieces, without a decoder: a raw
 // block's content is its plaintext. A frame that is not raw to its end goes
@@ -339,30 +445,39 @@ func keepWindow(hist, b []byte, window int) []byte {
 // frame was passed whole.
 func (d *frameDecoder) passRaw(fr *frameReader, take func() *frameOut, stop chan struct{}) (bool, error) {
 	maxBlock := min(fr.window, 128<<10)
-	d.hist = d.hist[:0]
+	// Lent pieces hold their source buffers until the window moves past
+	// them: only a window within one buffer keeps that to two of them.
+	lend := d.lender != nil && fr.window <= d.lender.size
+	d.hist.reset(fr.window)
+	defer d.hist.release()
 	var j *frameOut
 	send := func() {
 		if j == nil {
 			return
 		}
-		if len(j.out) == 0 {
+		if len(j.out) == 0 && len(j.lent) == 0 {
 			d.recycle(j)
 		} else {
 			// Keep the last window's worth of what was handed out: a
 			// later compressed block may refer to it.
-			d.hist = keepWindow(d.hist, j.out, fr.window)
+			if len(j.out) > 0 {
+				d.hist.keepCopy(j.out)
+			}
 			j.done = closedChan
 			d.order <- j
 		}
 		j = nil
 	}
+	unexpected := func(err error) error {
+		if err == io.EOF { //nolint:errorlint // io.ReadFull's or lend's own
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
 	for {
 		if _, err := io.ReadFull(fr.src, fr.hdr[:]); err != nil {
 			send()
-			if err == io.EOF { //nolint:errorlint // io.ReadFull's own
-				err = io.ErrUnexpectedEOF
-			}
-			return false, err
+			return false, unexpected(err)
 		}
 		typ, size := fr.setBlock()
 		last := fr.last
@@ -372,14 +487,16 @@ func (d *frameDecoder) passRaw(fr *frameReader, take func() *frameOut, stop chan
 			send() // d.hist: the window's worth of what was handed out
 			lead := append([]byte{}, zstdMagic...)
 			lead = append(lead, 0x00, fr.windowDesc) // no content size, no checksum, no dictionary
-			for h := d.hist; len(h) > 0; {
+			hist := d.hist.bytes()
+			for h := hist; len(h) > 0; {
 				n := min(len(h), maxBlock)
 				bh := uint32(n) << 3 // raw, not last
 				lead = append(lead, byte(bh), byte(bh>>8), byte(bh>>16))
 				lead = append(lead, h[:n]...)
 				h = h[n:]
 			}
-			skip := len(d.hist)
+			skip := len(hist)
+			d.hist.release()
 			lead = append(lead, fr.hdr[:]...) // fr goes on from this block's content
 			fr.pend = nil
 			if fr.left == 0 && last {
@@ -388,6 +505,30 @@ func (d *frameDecoder) passRaw(fr *frameReader, take func() *frameOut, stop chan
 			return false, d.streamOut(io.MultiReader(bytes.NewReader(lead), fr), skip, take, stop)
 		}
 		for size > 0 {
+			if lend {
+				// The content where it lies: one piece per source buffer.
+				b, ref, err := d.lender.lend(size)
+				if err != nil {
+					send()
+					return false, unexpected(err)
+				}
+				if j != nil && j.ref != ref {
+					send()
+				}
+				if j == nil {
+					if j = take(); j == nil {
+						ref.release()
+						return false, errFrameStopped
+					}
+					j.ref = ref
+				} else {
+					ref.release() // j holds this buffer already
+				}
+				j.lent = append(j.lent, b)
+				d.hist.keepLent(b, ref)
+				size -= len(b)
+				continue
+			}
 			if j == nil {
 				if j = take(); j == nil {
 					return false, errFrameStopped
@@ -402,10 +543,7 @@ func (d *frameDecoder) passRaw(fr *frameReader, take func() *frameOut, stop chan
 			size -= m
 			if err != nil {
 				send()
-				if err == io.EOF { //nolint:errorlint // io.ReadFull's own
-					err = io.ErrUnexpectedEOF
-				}
-				return false, err
+				return false, unexpected(err)
 			}
 			if len(j.out) == cap(j.out) {
 				send()

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 	"testing/iotest"
+	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -32,6 +33,14 @@ func frameDecode(t testing.TB, d *frameDecoder, in []byte, src io.Reader) ([]byt
 	out, err := io.ReadAll(d)
 	d.Stop()
 	return out, err
+}
+
+// lentSource is r behind a prefetcher of buffers of size bytes, which the
+// frame decoder takes its raw blocks from without a copy; the test closes it.
+func lentSource(t testing.TB, r io.Reader, size int) *prefetcher {
+	p := newPrefetcherSized(r, nil, nil, size)
+	t.Cleanup(func() { p.Close(nil) })
+	return p
 }
 
 // encodeWith writes in with one klauspost streaming encoder.
@@ -143,7 +152,9 @@ func TestFrameDecoderMatchesStreamDecoder(t *testing.T) {
 			for _, src := range []struct {
 				what string
 				r    io.Reader
-			}{{"whole", nil}, {"one byte at a time", iotest.OneByteReader(bytes.NewReader(in[:cut]))}, {"half reads", iotest.HalfReader(bytes.NewReader(in[:cut]))}} {
+			}{{"whole", nil}, {"one byte at a time", iotest.OneByteReader(bytes.NewReader(in[:cut]))}, {"half reads", iotest.HalfReader(bytes.NewReader(in[:cut]))},
+				{"lent from 1 MiB buffers", lentSource(t, bytes.NewReader(in[:cut]), prefetchSize)},
+				{"lent from 130 KiB buffers, half reads below", lentSource(t, iotest.HalfReader(bytes.NewReader(in[:cut])), 130<<10)}} {
 				if src.what == "one byte at a time" && cut > 1<<20 {
 					continue
 				}
@@ -182,6 +193,31 @@ func TestFrameDecoderPassesRawBlocks(t *testing.T) {
 	if err != nil || !bytes.Equal(got, raw) {
 		t.Fatalf("raw frame: %d bytes, %v", len(got), err)
 	}
+	// Lent: every byte handed out lies in the source's buffers, and every
+	// buffer is free again once the stream is read.
+	p := lentSource(t, bytes.NewReader(in), prefetchSize)
+	d.Reset(p)
+	var lent []byte
+	for {
+		b, err := d.next(1 << 20)
+		if err == io.EOF { //nolint:errorlint // next's own
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !withinBuffers(p, b) {
+			t.Fatal("raw content handed out from a buffer of the decoder's, not the source's")
+		}
+		lent = append(lent, b...)
+	}
+	d.Stop()
+	if !bytes.Equal(lent, raw) {
+		t.Fatalf("raw frame, lent: %d bytes of %d", len(lent), len(raw))
+	}
+	if p.Close(nil); len(p.release()) != prefetchBufs {
+		t.Fatal("a lent buffer was not released")
+	}
 	// Raw blocks, then compressed blocks that match into them.
 	mixed := mixedInput()
 	small := encodeWith(t, mixed, zstd.WithWindowSize(128<<10), zstd.WithEncoderCRC(false), zstd.WithEncoderLevel(zstd.SpeedFastest))
@@ -192,6 +228,25 @@ func TestFrameDecoderPassesRawBlocks(t *testing.T) {
 	if err != nil || !bytes.Equal(got, mixed) {
 		t.Fatalf("raw blocks then compressed ones: %d bytes of %d, %v", len(got), len(mixed), err)
 	}
+}
+
+// withinBuffers tells whether b lies in one of p's buffers.
+func withinBuffers(p *prefetcher, b []byte) bool {
+	for _, x := range p.all {
+		if overlaps(x.b, b) {
+			return true
+		}
+	}
+	return false
+}
+
+func overlaps(buf, b []byte) bool {
+	if len(b) == 0 || len(buf) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return at >= start && at+uintptr(len(b)) <= start+uintptr(cap(buf))
 }
 
 // hasRawThenCompressed walks the first frame's block headers.
@@ -324,6 +379,15 @@ func FuzzFrameDecoder(f *testing.F) {
 		if wantErr == nil && !bytes.Equal(got, want) {
 			t.Fatalf("%d bytes differ from the stream decoder's %d", len(got), len(want))
 		}
+		p := newPrefetcherSized(iotest.HalfReader(bytes.NewReader(in)), nil, nil, 1<<10+int(len(in)%3000))
+		got, gotErr = frameDecode(t, d, in, p)
+		p.Close(nil)
+		if (gotErr != nil) != (wantErr != nil) {
+			t.Fatalf("lent: error %v, the stream decoder's %v", gotErr, wantErr)
+		}
+		if wantErr == nil && !bytes.Equal(got, want) {
+			t.Fatalf("lent: %d bytes differ from the stream decoder's %d", len(got), len(want))
+		}
 	})
 }
 
@@ -348,6 +412,12 @@ func TestFrameDecoderHandOverWindow(t *testing.T) {
 			got, err := frameDecode(t, d, enc, nil)
 			if err != nil || !bytes.Equal(got, in) {
 				t.Fatalf("window %d, match at distance %d: %d bytes of %d, %v", window, dist, len(got), len(in), err)
+			}
+			for _, size := range []int{prefetchSize, 130 << 10} {
+				got, err := frameDecode(t, d, enc, lentSource(t, iotest.HalfReader(bytes.NewReader(enc)), size))
+				if err != nil || !bytes.Equal(got, in) {
+					t.Fatalf("window %d, match at distance %d, lent from %d-byte buffers: %d bytes of %d, %v", window, dist, size, len(got), len(in), err)
+				}
 			}
 		}
 	}

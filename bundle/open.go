@@ -482,11 +482,17 @@ func (r *partsReader) next(reuse *readerParts) error {
 }
 
 func (r *partsReader) Read(p []byte) (int, error) {
+	b, err := r.Next(len(p))
+	return copy(p, b), err
+}
+
+// Next is layerReader.Next over the parts in turn.
+func (r *partsReader) Next(max int) ([]byte, error) {
 	for r.err == nil {
-		n, err := r.cur.Read(p)
+		b, err := r.cur.Next(max)
 		switch {
 		case err == nil:
-			return n, nil
+			return b, nil
 		case !errors.Is(err, io.EOF):
 			r.err = err
 		case r.i+1 == len(r.l.Parts):
@@ -499,11 +505,11 @@ func (r *partsReader) Read(p []byte) (int, error) {
 				r.err = oerr
 			}
 		}
-		if n > 0 || r.err != nil {
-			return n, r.err
+		if len(b) > 0 || r.err != nil {
+			return b, r.err
 		}
 	}
-	return 0, r.err
+	return nil, r.err
 }
 
 // DrainStored checks the stored bytes of the rest of the layer: the current
@@ -601,19 +607,27 @@ type layerReader struct {
 }
 
 func (l *layerReader) Read(p []byte) (int, error) {
+	b, err := l.Next(len(p))
+	return copy(p, b), err
+}
+
+// Next returns up to max bytes of the plaintext without a copy (see
+// files.Lender): valid until the next call of Next or Read, or Close. Its
+// errors are Read's.
+func (l *layerReader) Next(max int) ([]byte, error) {
 	if l.err != nil {
-		return 0, l.err
+		return nil, l.err
 	}
-	n, err := l.fd.Read(p)
+	b, err := l.fd.next(max)
 	switch {
 	case err == nil:
-		return n, nil
+		return b, nil
 	case errors.Is(err, io.EOF):
 		l.err = l.finish()
 	default:
 		l.err = l.classify(err)
 	}
-	return n, l.err
+	return b, l.err
 }
 
 // finish runs at the end of the zstd stream: nothing may follow it, and the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // Prefetch sizing for layer reads: the fetch stage (network, SHA-256,
@@ -19,21 +20,41 @@ const (
 // that fetching, hashing and decrypting a layer overlap with decoding and
 // writing it. Bytes and the final error come out in src's order: Read
 // returns src's error (io.EOF included) only after every byte before it.
+//
+// Its reader may also take the bytes where they lie, without a copy: a whole
+// buffer at a time (nextBatch), or a piece of the current buffer that stays
+// valid until it is released (lend), even after the reader moved on.
 type prefetcher struct {
 	size   int // of each buffer
-	free   chan []byte
+	free   chan *pbuf
 	full   chan prefetched
 	done   chan struct{}
 	exited chan struct{}
 	stop   sync.Once
 
-	buf []byte // the buffer being read from; returned to free when empty
+	buf *pbuf // the buffer being read from; released when empty
 	cur []byte
 	err error
+	all []*pbuf // every buffer (tests check where lent bytes lie)
+}
+
+// pbuf is one buffer of a prefetcher. It goes back to be refilled when its
+// last reference is released: the reader's own, and one per lent piece.
+type pbuf struct {
+	b    []byte
+	refs atomic.Int32
+	free chan *pbuf
+}
+
+// release drops a reference; the last one frees the buffer.
+func (x *pbuf) release() {
+	if x.refs.Add(-1) == 0 {
+		x.free <- x
+	}
 }
 
 type prefetched struct {
-	buf []byte
+	buf *pbuf
 	n   int
 	err error
 }
@@ -56,35 +77,41 @@ func newPrefetcherWith(src io.Reader, onErr func(error) error, bufs [][]byte) *p
 func newPrefetcherSized(src io.Reader, onErr func(error) error, bufs [][]byte, size int) *prefetcher {
 	p := &prefetcher{
 		size:   size,
-		free:   make(chan []byte, prefetchBufs),
+		free:   make(chan *pbuf, prefetchBufs),
 		full:   make(chan prefetched, prefetchBufs),
 		done:   make(chan struct{}),
 		exited: make(chan struct{}),
 	}
 	for i := range prefetchBufs {
+		x := &pbuf{free: p.free}
 		if i < len(bufs) && cap(bufs[i]) >= size {
-			p.free <- bufs[i][:size]
+			x.b = bufs[i][:size]
 		} else {
-			p.free <- make([]byte, size)
+			x.b = make([]byte, size)
 		}
+		p.all = append(p.all, x)
+		p.free <- x
 	}
 	go p.run(src, onErr)
 	return p
 }
 
-// release returns the buffers of a closed prefetcher.
+// release returns the buffers of a closed prefetcher that nothing refers
+// to any more (every lent piece released).
 func (p *prefetcher) release() [][]byte {
 	var bufs [][]byte
 	if p.buf != nil {
-		bufs = append(bufs, p.buf[:cap(p.buf)])
+		if p.buf.refs.Add(-1) == 0 {
+			bufs = append(bufs, p.buf.b[:cap(p.buf.b)])
+		}
 		p.buf, p.cur = nil, nil
 	}
 	for {
 		select {
-		case b := <-p.free:
-			bufs = append(bufs, b[:cap(b)])
+		case x := <-p.free:
+			bufs = append(bufs, x.b[:cap(x.b)])
 		case c := <-p.full:
-			bufs = append(bufs, c.buf[:cap(c.buf)])
+			bufs = append(bufs, c.buf.b[:cap(c.buf.b)])
 		default:
 			return bufs
 		}
@@ -94,18 +121,19 @@ func (p *prefetcher) release() [][]byte {
 func (p *prefetcher) run(src io.Reader, onErr func(error) error) {
 	defer close(p.exited)
 	for {
-		var buf []byte
+		var x *pbuf
 		select {
-		case buf = <-p.free:
+		case x = <-p.free:
 		case <-p.done:
 			return
 		}
-		n, err := fill(src, buf)
+		x.refs.Store(1) // the reader's, once it takes it
+		n, err := fill(src, x.b)
 		if err != nil && !errors.Is(err, io.EOF) && onErr != nil {
 			err = onErr(err)
 		}
 		select {
-		case p.full <- prefetched{buf: buf, n: n, err: err}:
+		case p.full <- prefetched{buf: x, n: n, err: err}:
 		case <-p.done:
 			return
 		}
@@ -144,6 +172,24 @@ func (p *prefetcher) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// lend returns up to max bytes of src where they lie in the current buffer,
+// and that buffer, which is not refilled until the piece is released (its
+// release method); the piece stays valid until then. It returns an error
+// (src's, io.EOF at the end) only once every byte before it was lent.
+func (p *prefetcher) lend(max int) ([]byte, *pbuf, error) {
+	for len(p.cur) == 0 {
+		if p.err != nil {
+			return nil, nil, p.err
+		}
+		p.next()
+	}
+	n := min(max, len(p.cur))
+	b := p.cur[:n:n]
+	p.cur = p.cur[n:]
+	p.buf.refs.Add(1)
+	return b, p.buf, nil
+}
+
 // nextBatch lends the next buffer whole, without a copy: what it returns is
 // valid until the next call of nextBatch, Read or Close. The buffer is full
 // (size bytes of src) when the error is nil; otherwise it holds what src
@@ -162,7 +208,7 @@ func (p *prefetcher) nextBatch() ([]byte, error) {
 
 func (p *prefetcher) next() {
 	if p.buf != nil {
-		p.free <- p.buf
+		p.buf.release()
 		p.buf = nil
 	}
 	var c prefetched
@@ -175,10 +221,11 @@ func (p *prefetcher) next() {
 		select {
 		case c = <-p.full:
 		default:
-			c = prefetched{err: errPrefetchClosed}
+			p.cur, p.err = nil, errPrefetchClosed
+			return
 		}
 	}
-	p.buf, p.cur, p.err = c.buf, c.buf[:c.n], c.err
+	p.buf, p.cur, p.err = c.buf, c.buf.b[:c.n], c.err
 }
 
 var errPrefetchClosed = errors.New("read after close")

@@ -325,13 +325,13 @@ func Check(ctx context.Context, r io.Reader) (sum *Summary, err error) {
 // counts, special bits.
 func CheckRules(ctx context.Context, r io.Reader, rules Rules) (sum *Summary, err error) {
 	defer func() { err = rootCause(r, err) }()
-	tr := tar.NewReader(r)
+	es := newEntries(r)
 	v := newValidator(rules)
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		hdr, err := tr.Next()
+		hdr, err := es.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -341,7 +341,7 @@ func CheckRules(ctx context.Context, r io.Reader, rules Rules) (sum *Summary, er
 		if _, err := v.entry(hdr); err != nil {
 			return nil, err
 		}
-		if _, err := io.Copy(io.Discard, tr); err != nil {
+		if err := es.discard(); err != nil {
 			return nil, tarError(err)
 		}
 	}

@@ -61,12 +61,12 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 	}
 	defer root.Close()
 	x := &extractor{root: root, opts: opts, v: newValidator(opts.Rules)}
-	tr := tar.NewReader(r)
+	es := newEntries(r)
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		hdr, err := tr.Next()
+		hdr, err := es.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -77,7 +77,7 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 		if err != nil {
 			return nil, err
 		}
-		if err := x.write(name, hdr, tr); err != nil {
+		if err := x.write(name, hdr, es); err != nil {
 			return nil, fmt.Errorf("extract %s: %w", name, err)
 		}
 	}
@@ -136,7 +136,6 @@ type extractor struct {
 	v    *validator
 	dirs []dirAttrs
 	lost []string // entries whose user.* xattrs the filesystem refused
-	buf  []byte
 }
 
 // xattrErr lets an unsupported filesystem through when asked to, noting the entry.
@@ -152,30 +151,7 @@ func (x *extractor) xattrErr(name string, err error) error {
 // pipe.FileWriteSize for why it is small).
 const CopyBufferSize = pipe.FileWriteSize
 
-// copyN copies exactly n bytes, in writes of up to CopyBufferSize.
-func (x *extractor) copyN(dst io.Writer, src io.Reader, n int64) error {
-	if x.buf == nil {
-		x.buf = make([]byte, CopyBufferSize)
-	}
-	for n > 0 {
-		m, err := io.ReadFull(src, x.buf[:min(n, int64(len(x.buf)))])
-		if m > 0 {
-			if _, werr := dst.Write(x.buf[:m]); werr != nil {
-				return werr
-			}
-			n -= int64(m)
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF // the entry is shorter than its header says
-			}
-			return err
-		}
-	}
-	return nil
-}
-
-func (x *extractor) write(name string, hdr *tar.Header, body io.Reader) error {
+func (x *extractor) write(name string, hdr *tar.Header, body *entries) error {
 	if parent := path.Dir(name); parent != "." {
 		if err := x.root.MkdirAll(parent, 0o700); err != nil {
 			return err
@@ -214,7 +190,7 @@ func (x *extractor) write(name string, hdr *tar.Header, body io.Reader) error {
 	if x.opts.OnBytes != nil {
 		dst = &reportingWriter{w: f, on: x.opts.OnBytes}
 	}
-	if err := x.copyN(dst, body, hdr.Size); err != nil {
+	if err := body.copyTo(dst, hdr.Size); err != nil {
 		f.Close()
 		return tarError(err)
 	}

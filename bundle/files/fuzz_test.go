@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,7 +36,12 @@ func FuzzExtract(f *testing.F) {
 	// extracts into parent/root, removed again after it.
 	parent := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, checkErr := Check(context.Background(), bytes.NewReader(data))
+		sum, checkErr := Check(context.Background(), bytes.NewReader(data))
+		// A reader that lends its bytes (the layer reader) gets the same verdict.
+		lentSum, lentErr := Check(context.Background(), &lender{data: data, step: 1 + len(data)%97})
+		if (lentErr == nil) != (checkErr == nil) || (checkErr == nil && fmt.Sprint(*lentSum) != fmt.Sprint(*sum)) {
+			t.Fatalf("Check from a lender: %v, %v; from a plain reader: %v, %v", lentSum, lentErr, sum, checkErr)
+		}
 		root := filepath.Join(parent, "root")
 		defer os.RemoveAll(root)
 		_, err := Extract(context.Background(), bytes.NewReader(data), root, ExtractOptions{})
