@@ -23,12 +23,19 @@ import (
 // unencrypted bundles promise equal digests for equal input.
 var encoderOptions = []zstd.EOption{
 	zstd.WithEncoderLevel(zstd.SpeedFastest),
-	zstd.WithEncoderCRC(true),
+	// No content checksum: the blob's SHA-256, which the signed manifest
+	// names and every reader checks before it commits anything, covers the
+	// compressed bytes, and the age chunks are authenticated too; the
+	// frame checksum added nothing to that but a second pass over the
+	// plaintext, 20% of the decoding time of text (klauspost/compress
+	// v1.20.4 on this project's CI machine: 1.24 GB/s with it, 1.58 GB/s
+	// without). Readers still check the checksums of earlier bundles.
+	zstd.WithEncoderCRC(false),
 }
 
 // encoderID names the encoder settings; a spool record made with other
 // settings is not reused (its bytes would differ from what this code makes).
-const encoderID = "zstd-fastest-crc-2MiB-frames+raw-frames;age-x25519"
+const encoderID = "zstd-fastest-nocrc-2MiB-frames+raw-frames;age-x25519"
 
 // maxDecoderWindow bounds the memory a hostile stream can make the decoder use.
 const maxDecoderWindow = 64 << 20
