@@ -198,6 +198,16 @@ func benchBundle(b *bench) error {
 			fmt.Printf("  %-28s %7s  %9s  %11s\n", st, secs(s.median(st, wall)), secs(s.median(st, cpu)), secs(s.median(st, regCPU)))
 		}
 	}
+	fmt.Println("rounds (wall s / client CPU s):")
+	for _, st := range []string{pushOurs, pushPlain, pushOras, pullOurs, pullOras} {
+		var r []string
+		for _, x := range s[st] {
+			r = append(r, fmt.Sprintf("%.2f/%.2f", x.wall.Seconds(), x.cpu.Seconds()))
+		}
+		if len(r) > 0 {
+			fmt.Printf("  %-28s %s\n", st, strings.Join(r, " "))
+		}
+	}
 	ratioGoal := func(what string, ours, theirs time.Duration, goal float64) {
 		r := ours.Seconds() / theirs.Seconds()
 		verdict := "reference, no goal"
