@@ -47,10 +47,19 @@ func (e *entries) next() (*tar.Header, error) {
 	if e.lr == nil {
 		return e.tr.Next()
 	}
-	if err := e.skip(e.left + e.pad); err != nil {
+	if err := e.skip(e.left); err != nil {
 		return nil, err
 	}
-	e.left, e.pad = 0, 0
+	// The padding as archive/tar reads it: an archive that ends in the
+	// padding of an entry (or right after its content) ends there.
+	for e.pad > 0 {
+		b, err := e.lr.Next(int(e.pad))
+		e.pad -= int64(len(b))
+		if err != nil {
+			return nil, err
+		}
+	}
+	e.left = 0
 	e.tr = tar.NewReader(e.lr)
 	hdr, err := e.tr.Next()
 	if err != nil {
