@@ -41,7 +41,7 @@ func TestLayerWriterRawSegments(t *testing.T) {
 				rcpts = []age.Recipient{id.Recipient()}
 			}
 			var out, want bytes.Buffer
-			lw, err := newLayerWriter(&out, rcpts)
+			lw, err := newLayerWriter(&out, rcpts, zstd.SpeedFastest)
 			if err != nil {
 				t.Fatal(err)
 			}

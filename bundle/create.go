@@ -444,7 +444,7 @@ func writeLayer(ctx context.Context, w oci.Writer, kind LayerKind, recipients []
 		p.Done(id, err)
 		return nil, ocispec.Descriptor{}, fmt.Errorf("%s layer: %w", kind, err)
 	}
-	lw, err := newLayerWriter(bw, recipients)
+	lw, err := newLayerWriter(bw, recipients, kind.zstdLevel())
 	if err == nil {
 		err = produce(lw)
 		if cerr := lw.Close(); err == nil {

@@ -361,7 +361,7 @@ func FuzzFrameDecoder(f *testing.F) {
 	r := randomBytes(2500, 3)
 	f.Add(encodeWith(f, append(append(r, r[len(r)-900:len(r)-700]...), framesInput(2000)...), zstd.WithWindowSize(1<<10), zstd.WithEncoderCRC(false), zstd.WithEncoderLevel(zstd.SpeedFastest)))
 	var fe bytes.Buffer
-	e, _ := newFrameEncoder(&fe, encoderOptions...)
+	e, _ := newFrameEncoder(&fe, encoderOptions(zstd.SpeedFastest)...)
 	e.Write(framesInput(20 << 10))
 	e.Close()
 	f.Add(fe.Bytes())

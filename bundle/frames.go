@@ -185,10 +185,11 @@ func (e *frameEncoder) Close() error {
 	return e.Err()
 }
 
-// NewCompressor returns the zstd encoder every layer is written with (the
-// fixed settings of encoderOptions, independent frames compressed on every
-// core) writing to w; Close ends the stream. It is for tools that measure or
-// reproduce a layer's compression (make bench's database engine).
-func NewCompressor(w io.Writer) (io.WriteCloser, error) {
-	return newFrameEncoder(w, encoderOptions...)
+// NewCompressor returns the zstd encoder a layer of the kind is written with
+// (the fixed settings of encoderOptions at the kind's level, independent
+// frames compressed on every core) writing to w; Close ends the stream. It
+// is for tools that measure or reproduce a layer's compression (make bench's
+// database engine).
+func NewCompressor(w io.Writer, kind LayerKind) (io.WriteCloser, error) {
+	return newFrameEncoder(w, encoderOptions(kind.zstdLevel())...)
 }

@@ -43,7 +43,7 @@ func framesInput(n int) []byte {
 func encodeFrames(t *testing.T, in []byte, flushAt int, direct []byte) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	e, err := newFrameEncoder(&out, encoderOptions...)
+	e, err := newFrameEncoder(&out, encoderOptions(zstd.SpeedFastest)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestFrameEncoder_SameBytesWhateverTheCores(t *testing.T) {
 	}
 	// And the stream is the frames of frameInput-byte pieces (3 MiB, then
 	// the rest from the flush on), each one zstd frame on its own.
-	enc, err := zstd.NewWriter(nil, encoderOptions...)
+	enc, err := zstd.NewWriter(nil, encoderOptions(zstd.SpeedFastest)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func (f *failAfter) Write(p []byte) (int, error) {
 // An output error reaches Write or Close, and nothing waits forever.
 func TestFrameEncoder_OutputErrorReturns(t *testing.T) {
 	boom := errors.New("disk full")
-	e, err := newFrameEncoder(&failAfter{n: 1, err: boom}, encoderOptions...)
+	e, err := newFrameEncoder(&failAfter{n: 1, err: boom}, encoderOptions(zstd.SpeedFastest)...)
 	if err != nil {
 		t.Fatal(err)
 	}

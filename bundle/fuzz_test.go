@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"filippo.io/age"
+	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -97,7 +98,7 @@ func encodeLayer(t testing.TB, plain []byte, encrypted bool) []byte {
 	if encrypted {
 		rs = []age.Recipient{fuzzIdentity.Recipient()}
 	}
-	lw, err := newLayerWriter(&out, rs)
+	lw, err := newLayerWriter(&out, rs, zstd.SpeedFastest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func newPartsWriter(ctx context.Context, w oci.Writer, mediaType string, recipie
 		pw.rw = rw
 	}
 	pw.ctx, pw.cancel = context.WithCancel(ctx)
-	lw, err := newLayerEncoder(recipients)
+	lw, err := newLayerEncoder(recipients, LayerFiles.zstdLevel())
 	if err != nil {
 		pw.cancel()
 		return nil, err

@@ -142,18 +142,21 @@ func (t *tableDef) copyColumns() []string {
 }
 
 type columnDef struct {
-	num         int16
-	name, typ   string
-	notNull     bool
-	def         *string
-	generated   string // "s" for a stored generated column
-	identity    string // "a" always, "d" by default
-	collation   *string
-	statTarget  int
-	storage     string // set only when it differs from the type's default
-	options     []string
-	compression string
-	comment     *string
+	num       int16
+	name, typ string
+	// typOID is the column's type, elemOID its element type when it is an
+	// array (0 otherwise): they decide the table's COPY format.
+	typOID, elemOID uint32
+	notNull         bool
+	def             *string
+	generated       string // "s" for a stored generated column
+	identity        string // "a" always, "d" by default
+	collation       *string
+	statTarget      int
+	storage         string // set only when it differs from the type's default
+	options         []string
+	compression     string
+	comment         *string
 }
 
 type constraintDef struct {
@@ -252,6 +255,7 @@ func readColumns(ctx context.Context, conn *pgx.Conn, tables []*tableDef, compre
 		compressionExpr = "a.attcompression::text"
 	}
 	rows, err := conn.Query(ctx, `SELECT a.attrelid, a.attnum, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod),
+			a.atttypid, CASE WHEN ty.typcategory = 'A' THEN ty.typelem ELSE 0::pg_catalog.oid END,
 			a.attnotnull, pg_catalog.pg_get_expr(d.adbin, d.adrelid), a.attgenerated::text, a.attidentity::text,
 			CASE WHEN a.attcollation <> ty.typcollation THEN
 				(SELECT pg_catalog.quote_ident(cn.nspname) || '.' || pg_catalog.quote_ident(co.collname)
@@ -272,7 +276,7 @@ func readColumns(ctx context.Context, conn *pgx.Conn, tables []*tableDef, compre
 	byOID := tableByOID(tables)
 	var rel uint32
 	var c columnDef
-	_, err = pgx.ForEachRow(rows, []any{&rel, &c.num, &c.name, &c.typ, &c.notNull, &c.def, &c.generated, &c.identity,
+	_, err = pgx.ForEachRow(rows, []any{&rel, &c.num, &c.name, &c.typ, &c.typOID, &c.elemOID, &c.notNull, &c.def, &c.generated, &c.identity,
 		&c.collation, &c.statTarget, &c.storage, &c.options, &c.compression, &c.comment}, func() error {
 		byOID[rel].columns = append(byOID[rel].columns, c)
 		return nil

@@ -4,13 +4,19 @@
 //
 // Dump reads the schema from the catalogs and every table with COPY TO, all
 // inside one REPEATABLE READ, READ ONLY transaction (one snapshot), and streams
-// the result: memory stays flat whatever the size of the data. Restore loads a
-// stream into an empty target all or nothing, and Verify checks a stream
-// offline.
+// the result: memory stays flat whatever the size of the data. A table whose
+// columns are all of built-in types with a stable binary representation
+// (copybinary.go: booleans, integers, floats, numeric, text and character
+// types, bytea, json and jsonb, date and time types, uuid, inet, cidr,
+// macaddr, and arrays of these) goes in COPY's binary format, which the
+// server writes and reads without formatting or parsing each value; any
+// other table (an enum, domain, range, composite or extension type among its
+// columns) in text. Restore loads a stream into an empty target all or
+// nothing, and Verify checks a stream offline.
 //
 // # Restore
 //
-// A stream of format 1.2 is restored in stages, on several connections
+// A stream of format 1.2 or 2.0 is restored in stages, on several connections
 // (staged.go): the tables are created in private staging schemas
 // (kubectl_assisted_staging_<stream id>_<n>, marked as ours by a comment; no
 // one reads them, and they never make a target count as non-empty), loaded
@@ -79,7 +85,7 @@
 // the user who restores (source and target roles differ). Planner statistics
 // are rebuilt by ANALYZE.
 //
-// # Stream format (version 1.2)
+// # Stream format (version 2.0)
 //
 // The stream is an uncompressed POSIX tar (ustar) archive; the caller
 // compresses and encrypts it. Members have mode 0600 and time 0, so the same
@@ -104,17 +110,21 @@
 //	                  post-data.json that does not repeat exactly these
 //	                  entries plus SEQUENCE SET ones.
 //	data/NNNN/CCCCCC.copy
-//	                  COPY text format data of table NNNN (1-based position in
-//	                  the header's list, zero-padded to 4 digits) in chunks
+//	                  COPY data of table NNNN (1-based position in the
+//	                  header's list, zero-padded to 4 digits), in the format
+//	                  the header names for the table (2.0: "format":
+//	                  "binary", COPY's binary format with its header and
+//	                  trailer; otherwise text format), in chunks
 //	                  CCCCCC = 000000, 000001, ... of at most 1 MiB; a table's
 //	                  data is the concatenation of its chunks (a row may span
-//	                  two chunks); an empty table has no member.
+//	                  two chunks); an empty table in text format has no
+//	                  member.
 //	post-data.json    same shape as pre-data: primary key, unique and exclusion
 //	                  constraints, indexes, foreign keys, CLUSTER ON, replica
 //	                  identity, comments on them, then setval for every
 //	                  sequence (read after the data, so never behind it).
 //	summary.json      per table: schema, name, rows, dataBytes and checksum
-//	                  "sha256:<hex>" of its COPY text data; and total dataBytes.
+//	                  "sha256:<hex>" of its COPY data; and total dataBytes.
 //
 // Data is written under fixed session settings (client_encoding UTF8,
 // DateStyle ISO, IntervalStyle postgres, TimeZone UTC, extra_float_digits 3,
@@ -125,14 +135,18 @@
 // when the target runs another PostgreSQL major than the source (or with
 // ReadbackAlways), every table re-read from the target as well. In COPY text every
 // row ends with a newline (newlines inside values are escaped), so counting
-// newlines counts rows.
+// newlines counts rows; COPY binary data is counted from its framing (a field
+// count per tuple, a length per field, a trailer), and must end with its
+// trailer.
 //
 // Versioning: a minor version only adds JSON fields, which older readers
 // ignore, or makes explicit a rule writers already followed (1.1: the
 // statement rules, applied by readers to every version; 1.2: postData in
 // pre-data.json); anything else (a new member, a changed meaning) is a new
-// major, and a reader refuses a newer major (ErrUnsupportedFormat). Readers
-// restore 1.0 and 1.1 streams in one transaction.
+// major, and a reader refuses a newer major (ErrUnsupportedFormat). 2.0: a
+// table's data may be in binary format, which a 1.x reader would misread.
+// Readers read 1.x and 2.0 streams, and restore 1.0 and 1.1 streams in one
+// transaction.
 // Anything out of order, unknown, truncated or oversized (metadata members are
 // limited to 64 MiB) is ErrCorruptStream; counts or checksums that disagree are
 // ErrChecksumMismatch.

@@ -77,7 +77,7 @@ func Dump(ctx context.Context, connString string, w io.Writer, opts DumpOptions)
 	var summary streamSummary
 	for i, t := range plan.tables {
 		st := plan.header.Tables[i]
-		h := newTableHash()
+		h := st.newHash()
 		if t.dumpData {
 			ev := ProgressEvent{Phase: PhaseData, Table: t.schema + "." + t.name, TablesDone: i, TablesTotal: len(plan.tables), Bytes: summary.DataBytes}
 			progress(ev)
@@ -86,7 +86,7 @@ func Dump(ctx context.Context, connString string, w io.Writer, opts DumpOptions)
 				ev.Bytes += int64(n)
 				progress(ev)
 			}}
-			tag, err := conn.PgConn().CopyTo(ctx, io.MultiWriter(h, ch), "COPY "+st.qualified()+" "+copyColumnList(st)+" TO STDOUT")
+			tag, err := conn.PgConn().CopyTo(ctx, io.MultiWriter(h, ch), st.copyToSQL(st.qualified()))
 			if err != nil {
 				return nil, fmt.Errorf("dump table %s.%s: %w", t.schema, t.name, err)
 			}
@@ -94,7 +94,7 @@ func Dump(ctx context.Context, connString string, w io.Writer, opts DumpOptions)
 				return nil, err
 			}
 			if tag.RowsAffected() != h.rows {
-				return nil, fmt.Errorf("dump table %s.%s: server sent %d rows but the data holds %d lines", t.schema, t.name, tag.RowsAffected(), h.rows)
+				return nil, fmt.Errorf("dump table %s.%s: server sent %d rows but the data holds %d", t.schema, t.name, tag.RowsAffected(), h.rows)
 			}
 			log.Debug("dumped table", "table", t.schema+"."+t.name, "rows", h.rows, "bytes", h.bytes)
 		}
@@ -229,7 +229,11 @@ func readPlan(ctx context.Context, conn *pgx.Conn, version int, opts DumpOptions
 	}
 	for _, t := range p.tables {
 		p.preData = append(p.preData, tableDDL(t, identity)...)
-		p.header.Tables = append(p.header.Tables, streamTable{Schema: t.schema, Name: t.name, Columns: t.copyColumns(), NoData: !t.dumpData})
+		st := streamTable{Schema: t.schema, Name: t.name, Columns: t.copyColumns(), NoData: !t.dumpData}
+		if t.dumpData && !opts.TextCopy {
+			st.Format = t.copyFormat()
+		}
+		p.header.Tables = append(p.header.Tables, st)
 	}
 	p.preData = append(p.preData, owned...)
 

@@ -38,6 +38,9 @@ type DumpOptions struct {
 	// ChunkSize is the largest data member in the stream (default 1 MiB): the
 	// only per-table buffer the dump holds.
 	ChunkSize int
+	// TextCopy dumps every table in COPY text format, even those whose
+	// columns COPY can move in binary (see the package documentation).
+	TextCopy bool
 }
 
 // RestoreOptions choose how Restore loads a stream.

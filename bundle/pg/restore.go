@@ -276,8 +276,8 @@ func (rs *restorer) loadTable(ctx context.Context, i int, t streamTable) (stream
 	}
 	name := t.Schema + "." + t.Name
 	rs.progress(ProgressEvent{Phase: PhaseVerify, Table: name, TableRows: streamed.rows, TableBytes: streamed.bytes, TablesDone: i, TablesTotal: len(rs.sr.header.Tables), Bytes: rs.bytes})
-	readback = newTableHash()
-	if _, err := rs.conn.PgConn().CopyTo(ctx, readback, "COPY "+t.qualified()+" "+copyColumnList(t)+" TO STDOUT"); err != nil {
+	readback = t.newHash()
+	if _, err := rs.conn.PgConn().CopyTo(ctx, readback, t.copyToSQL(t.qualified())); err != nil {
 		return nil, nil, fmt.Errorf("verify table %s: %w", name, err)
 	}
 	return streamed, readback, nil
@@ -290,7 +290,7 @@ func (rs *restorer) copyIn(ctx context.Context, i int, t streamTable, target str
 	name := t.Schema + "." + t.Name
 	ev := ProgressEvent{Phase: PhaseData, Table: name, TablesDone: i, TablesTotal: len(rs.sr.header.Tables), Bytes: rs.bytes}
 	rs.progress(ev)
-	streamed := newTableHash()
+	streamed := t.newHash()
 	src := &recordingReader{r: rs.sr.tableData(i + 1), h: streamed, onRead: func(n int) {
 		ev.TableBytes += int64(n)
 		ev.Bytes += int64(n)
@@ -299,7 +299,7 @@ func (rs *restorer) copyIn(ctx context.Context, i int, t streamTable, target str
 			rs.progress(ev)
 		}
 	}}
-	tag, err := rs.conn.PgConn().CopyFrom(ctx, src, "COPY "+target+" "+copyColumnList(t)+" FROM STDIN WITH (FREEZE)")
+	tag, err := rs.conn.PgConn().CopyFrom(ctx, src, t.copyFromSQL(target))
 	if src.err != nil {
 		return nil, fmt.Errorf("restore table %s: %w", name, src.err)
 	}

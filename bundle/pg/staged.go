@@ -811,7 +811,7 @@ func (rs *restorer) readTable(i int, t streamTable, fd *feed, buf []byte) (*tabl
 	name := t.Schema + "." + t.Name
 	ev := ProgressEvent{Phase: PhaseData, Table: name, TablesDone: i, TablesTotal: len(rs.sr.header.Tables), Bytes: rs.bytes}
 	rs.progress(ev)
-	h := newTableHash()
+	h := t.newHash()
 	src := rs.sr.tableData(i + 1)
 	for {
 		n, err := io.ReadFull(src, buf)
@@ -861,7 +861,7 @@ func (s *stageRun) load(ctx context.Context, c *pgx.Conn, job loadJob) error {
 		return fmt.Errorf("restore table %s: %w", name, err)
 	}
 	start := time.Now()
-	tag, err := c.PgConn().CopyFrom(ctx, job.fd.reader(ctx), "COPY "+target+" "+copyColumnList(t)+" FROM STDIN WITH (FREEZE)")
+	tag, err := c.PgConn().CopyFrom(ctx, job.fd.reader(ctx), t.copyFromSQL(target))
 	if err != nil {
 		return fmt.Errorf("restore table %s: %w", name, err)
 	}
@@ -972,8 +972,8 @@ func (s *stageRun) tableLoaded(i int, t streamTable) {
 	}
 	if rs.readback {
 		s.tasks <- func(ctx context.Context, c *pgx.Conn) error {
-			h := newTableHash()
-			if _, err := c.PgConn().CopyTo(ctx, h, "COPY "+target+" "+copyColumnList(t)+" TO STDOUT"); err != nil {
+			h := t.newHash()
+			if _, err := c.PgConn().CopyTo(ctx, h, t.copyToSQL(target)); err != nil {
 				return fmt.Errorf("verify table %s: %w", name, err)
 			}
 			s.mu.Lock()

@@ -16,14 +16,17 @@ const (
 	FormatName = "kubectl-assisted-pg-dump"
 	// FormatMajor changes when an older reader could misread a stream; readers
 	// refuse a newer major. Minor versions only add fields or members.
-	FormatMajor = 1
+	// 2.0: a table's data may be COPY binary format (the header's table
+	// format "binary"), which a 1.x reader would take for text.
+	FormatMajor = 2
 	// FormatMinor is the minor version this code writes. 1.1: every
 	// pre-data and post-data entry is one statement of the kinds and shapes
 	// the package documentation lists (readers of every version check them).
 	// 1.2: pre-data.json also carries postData, the post-data entries that
 	// do not depend on the rows (all but SEQUENCE SET), so that a reader can
-	// build a table's keys and indexes as soon as the table is loaded.
-	FormatMinor = 2
+	// build a table's keys and indexes as soon as the table is loaded. 2.0
+	// keeps both.
+	FormatMinor = 0
 
 	memberHeader   = "header.json"
 	memberPreData  = "pre-data.json"
@@ -61,9 +64,35 @@ type streamTable struct {
 	Columns []string `json:"columns"`
 	// NoData is true for a table whose rows were left out (ExcludeTableData).
 	NoData bool `json:"noData,omitempty"`
+	// Format is the COPY format of the data: "binary" (2.0), or text when
+	// empty.
+	Format string `json:"format,omitempty"`
 }
 
 func (t streamTable) qualified() string { return qualified(t.Schema, t.Name) }
+
+// copyFromSQL loads the table's data into target (its name, or its staging
+// table's) in one transaction with the table's creation or truncation, so
+// that the rows may be frozen as they are written.
+func (t streamTable) copyFromSQL(target string) string {
+	opts := "FREEZE"
+	if t.Format == copyBinary {
+		opts = "FORMAT binary, FREEZE"
+	}
+	return "COPY " + target + " " + copyColumnList(t) + " FROM STDIN WITH (" + opts + ")"
+}
+
+// copyToSQL reads source's rows in the table's format, as Dump wrote them.
+func (t streamTable) copyToSQL(source string) string {
+	sql := "COPY " + source + " " + copyColumnList(t) + " TO STDOUT"
+	if t.Format == copyBinary {
+		sql += " WITH (FORMAT binary)"
+	}
+	return sql
+}
+
+// newHash follows the table's data (see tableHash).
+func (t streamTable) newHash() *tableHash { return newTableHashFor(t.Format) }
 
 func (t streamTable) copyColumns() string {
 	s := ""

@@ -11,13 +11,19 @@ import (
 // buildStream writes a synthetic dump stream of the given tables' COPY text,
 // cut into chunks of chunk bytes, the way Dump writes one.
 func buildStream(t testing.TB, chunk int, tables map[string]string, order []string) []byte {
+	return buildStreamFormats(t, chunk, "1.0", tables, nil, order)
+}
+
+// buildStreamFormats is buildStream with a version and each table's COPY
+// format (formats[name], text when absent).
+func buildStreamFormats(t testing.TB, chunk int, version string, tables, formats map[string]string, order []string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	sw := newStreamWriter(&buf)
-	h := streamHeader{Format: FormatName, Version: "1.0", ServerVersion: "15.0", Settings: map[string]string{}, Schemas: []string{"public"}}
+	h := streamHeader{Format: FormatName, Version: version, ServerVersion: "15.0", Settings: map[string]string{}, Schemas: []string{"public"}}
 	pre := []object{{Kind: "SCHEMA", Schema: "public", Name: "public", SQL: `CREATE SCHEMA "public"`}}
 	for _, name := range order {
-		h.Tables = append(h.Tables, streamTable{Schema: "public", Name: name, Columns: []string{"a", "b"}})
+		h.Tables = append(h.Tables, streamTable{Schema: "public", Name: name, Columns: []string{"a", "b"}, Format: formats[name]})
 		pre = append(pre, object{Kind: "TABLE", Schema: "public", Name: name, SQL: "CREATE TABLE " + qualified("public", name) + ` ("a" integer, "b" text)`})
 	}
 	if err := sw.json(memberHeader, h); err != nil {
@@ -29,7 +35,7 @@ func buildStream(t testing.TB, chunk int, tables map[string]string, order []stri
 	var sum streamSummary
 	b := make([]byte, chunk)
 	for i, name := range order {
-		th := newTableHash()
+		th := newTableHashFor(formats[name])
 		ch := &chunker{s: sw, table: i + 1, buf: b}
 		if _, err := ch.Write([]byte(tables[name])); err != nil {
 			t.Fatal(err)
@@ -73,6 +79,46 @@ func TestVerifyStream(t *testing.T) {
 	}
 	if sum.Bytes == 0 || sum.Bytes > int64(len(stream)) {
 		t.Errorf("summary bytes %d, stream %d", sum.Bytes, len(stream))
+	}
+}
+
+// A 2.0 stream may hold binary tables beside text ones; the binary data is
+// counted from its framing, checked against the summary like text, and a
+// binary table in a 1.x stream or an unknown format is refused.
+func TestVerifyBinaryTables(t *testing.T) {
+	tables := map[string]string{
+		"bin":   string(binaryCopy(nil, [][]byte{[]byte("1"), []byte("one")}, [][]byte{[]byte("2"), nil}, [][]byte{{3}, []byte("x\ny")}, [][]byte{nil, nil})),
+		"txt":   "1\tone\n2\t\\N\n",
+		"empty": string(binaryCopy(nil)),
+	}
+	formats := map[string]string{"bin": copyBinary, "empty": copyBinary}
+	order := []string{"bin", "txt", "empty"}
+	stream := buildStreamFormats(t, 7, "2.0", tables, formats, order)
+	sum, err := Verify(context.Background(), bytes.NewReader(stream))
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	want := map[string]int64{"bin": 4, "txt": 2, "empty": 0}
+	for _, ts := range sum.Tables {
+		if ts.Rows != want[ts.Name] {
+			t.Errorf("table %s: %d rows, want %d", ts.Name, ts.Rows, want[ts.Name])
+		}
+	}
+	swap := func(old, new string) []byte {
+		return bytes.Replace(bytes.Clone(stream), []byte(old), []byte(new), 1)
+	}
+	for name, c := range map[string]struct {
+		in   []byte
+		want error
+	}{
+		"binary in 1.x":  {buildStreamFormats(t, 7, "1.2", tables, formats, order), ErrCorruptStream},
+		"unknown format": {swap(`"format": "binary"`, `"format": "csv!!!"`), ErrCorruptStream},
+		"binary as text": {swap(`"format": "binary"`, `"formaX": "binary"`), ErrChecksumMismatch},
+		"altered value":  {swap("one", "ONE"), ErrChecksumMismatch},
+	} {
+		if _, err := Verify(context.Background(), bytes.NewReader(c.in)); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
 	}
 }
 

@@ -115,6 +115,14 @@ func (s *streamReader) readHeader() error {
 		if t.Schema == "" || t.Name == "" {
 			return corrupt("header lists a table without a name")
 		}
+		switch {
+		case t.Format != copyText && t.Format != copyBinary:
+			return corrupt("table %s.%s: unknown data format %q", t.Schema, t.Name, t.Format)
+		case t.Format == copyBinary && major < 2:
+			return corrupt("table %s.%s: binary data in a stream of version %s, which only holds text", t.Schema, t.Name, h.Version)
+		case t.Format == copyBinary && t.NoData:
+			return corrupt("table %s.%s: a data format for a table without data", t.Schema, t.Name)
+		}
 		if seen[t.qualified()] {
 			return corrupt("header lists table %s.%s twice", t.Schema, t.Name)
 		}

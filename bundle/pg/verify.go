@@ -23,7 +23,7 @@ func Verify(ctx context.Context, r io.Reader) (*Summary, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		hashes[i] = newTableHash()
+		hashes[i] = t.newHash()
 		if _, err := io.Copy(hashes[i], sr.tableData(i+1)); err != nil {
 			return nil, fmt.Errorf("table %s.%s: %w", t.Schema, t.Name, err)
 		}

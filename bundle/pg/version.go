@@ -82,7 +82,7 @@ func CheckTargetVersion(ctx context.Context, connString string, r io.Reader) (*V
 	}
 	hashes := make([]*tableHash, len(sr.header.Tables))
 	for i, t := range sr.header.Tables {
-		hashes[i] = newTableHash()
+		hashes[i] = t.newHash()
 		if _, err := io.Copy(hashes[i], sr.tableData(i+1)); err != nil {
 			return nil, fmt.Errorf("table %s.%s: %w", t.Schema, t.Name, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -127,7 +128,7 @@ func TestRestoreBrokenStreams(t *testing.T) {
 			if name != "header.json" {
 				return body
 			}
-			return bytes.Replace(body, []byte(`"version": "1.`), []byte(`"version": "2.`), 1)
+			return bytes.Replace(body, fmt.Appendf(nil, `"version": "%d.`, pg.FormatMajor), fmt.Appendf(nil, `"version": "%d.`, pg.FormatMajor+1), 1)
 		}), pg.ErrUnsupportedFormat},
 		// Statements a dump never writes: refused before they run (pre-data
 		// before connecting, post-data inside the transaction, before any

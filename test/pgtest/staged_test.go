@@ -610,3 +610,65 @@ func TestStagedRestoreEveryMajor(t *testing.T) {
 		})
 	}
 }
+
+// TestDumpFormats: the rows of a table whose columns are all of built-in
+// types go in COPY binary format, those of a table with an enum, a domain or
+// a range in text (bundle/pg/copybinary.go); both restore to the source's
+// rows on the one-transaction and the staged paths, and a dump told to keep
+// text (TextCopy) writes text only.
+func TestDumpFormats(t *testing.T) {
+	src := harness.NewDatabase(t)
+	src.Exec(t, stagedEdgeSQL+`;
+CREATE TABLE public.everything (b bool, by bytea, c "char", n name, i8 int8, i2 int2, i4 int4, t text, o oid, j json,
+	ci cidr, f4 float4, f8 float8, m8 macaddr8, m macaddr, ip inet, bp char(3), vc varchar(5), d date, tm time, ts timestamp,
+	tz timestamptz, iv interval, tt timetz, nu numeric(10,2), u uuid, jb jsonb, ta text[], ia int4[][], nn numeric);
+INSERT INTO public.everything VALUES (true, '\x00ff', 'x', 'nm', -9223372036854775808, -32768, 2147483647, E'tab\there\nnl \\ bs', 4000000000,
+	'{"a": [1, 2.50]}', '10.0.0.0/8', 'NaN', '-Infinity', '08:00:2b:01:02:03:04:05', '08:00:2b:01:02:03', '2001:db8::1/64', 'ab', 'héllo',
+	'infinity', '24:00:00', '4713-01-01 00:00:00 BC', '294276-12-31 23:59:59.999999+00', '-178000000 years 1 mon -2 days 03:04:05.123456',
+	'23:59:59.999999-15:59', '-12345678.99', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{"b": {"c": null}}', '{"x", NULL, "\"q\""}',
+	'{{1, 2}, {3, NULL}}', 'NaN'),
+	(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+	NULL, NULL, NULL, NULL, NULL, NULL, '{}', '{}', '1e-20')`)
+	formats := func(stream []byte) map[string]string {
+		var h struct {
+			Version string `json:"version"`
+			Tables  []struct {
+				Schema, Name, Format string
+			} `json:"tables"`
+		}
+		rewriteStream(t, stream, func(name string, body []byte) []byte {
+			if name == "header.json" {
+				if err := json.Unmarshal(body, &h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return body
+		})
+		out := map[string]string{"version": h.Version}
+		for _, tb := range h.Tables {
+			out[tb.Schema+"."+tb.Name] = tb.Format
+		}
+		return out
+	}
+	want := snapshot(t, src.URL)
+	stream, _ := dump(t, src.URL, pg.DumpOptions{ChunkSize: 1000})
+	got := formats(stream)
+	for table, format := range map[string]string{"public.everything": "binary", "public.parent": "binary", "public.child": "binary", "Other Schema.t": ""} {
+		if got[table] != format {
+			t.Errorf("table %s is dumped in format %q, want %q (%v)", table, got[table], format, got)
+		}
+	}
+	text, _ := dump(t, src.URL, pg.DumpOptions{TextCopy: true})
+	for table, format := range formats(text) {
+		if table != "version" && format != "" {
+			t.Errorf("TextCopy: table %s is dumped in format %q", table, format)
+		}
+	}
+	for name, s := range map[string][]byte{"mixed": stream, "text": text} {
+		for _, single := range []bool{false, true} {
+			dst := harness.NewDatabase(t)
+			restore(t, dst.URL, s, pg.RestoreOptions{SingleTransaction: single, Readback: pg.ReadbackAlways})
+			assertSameSnapshot(t, fmt.Sprintf("%s stream, one transaction %v", name, single), want, snapshot(t, dst.URL))
+		}
+	}
+}

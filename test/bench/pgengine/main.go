@@ -96,7 +96,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: pgengine [-level L] dump|restore URL FILE")
 		os.Exit(2)
 	}
-	compress := bundle.NewCompressor
+	compress := func(w io.Writer) (io.WriteCloser, error) { return bundle.NewCompressor(w, bundle.LayerDatabase) }
 	if *level != "layer" {
 		ok, lvl := zstd.EncoderLevelFromString(*level)
 		if !ok {
