@@ -85,7 +85,7 @@ var binarySignature = []byte("PGCOPY\n\xff\r\n\x00")
 // NULL) and the value, and a 16-bit -1 trailer. rows is -1 unless the data
 // is well-framed and ended with the trailer; the server checks the values.
 type binaryRows struct {
-	pos   int    // bytes of the header seen
+	pos   int // bytes of the header seen
 	hdr   [19]byte
 	small [4]byte // an integer being read
 	nsm   int     // its bytes so far
