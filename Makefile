@@ -92,7 +92,8 @@ test: ## Run all tests: unit, fuzz (short), integration and end-to-end against r
 # package and test package (export data, no link): a warm run spends ~3 s
 # here instead of ~35 s linking ~45 binaries that would be linked again.
 .PHONY: test-compile
-test-compile: build $(GOTEST) ## Compile every package and its tests into the build cache (make test overlaps it with make tools)
+test-compile: build $(GOTEST) ## Check gofmt, then compile every package and its tests into the build cache (make test overlaps it with make tools)
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed (gofmt -w):"; echo "$$out"; exit 1; fi
 	go list -test -export -deps ./... >/dev/null
 	cd test && go list -test -export -deps ./... >/dev/null
 
