@@ -124,27 +124,25 @@ func (d *frameDecoder) Stop() {
 		d.recycle(d.cur)
 		d.cur = nil
 	}
-	// The pieces are recycled while the splitter ends: lent ones hold the
-	// source's buffers, which the splitter may be waiting for.
-	exited := d.exited
+	// The pieces are recycled while the splitter ends (lent ones hold the
+	// source's buffers, which the splitter may be waiting for), then what
+	// it queued before it exited.
+	for exited := false; !exited; {
+		select {
+		case j := <-d.order:
+			<-j.done
+			d.recycle(j)
+		case <-d.exited:
+			exited = true
+		}
+	}
 	for {
 		select {
 		case j := <-d.order:
 			<-j.done
 			d.recycle(j)
-		case <-exited:
-			exited = nil
 		default:
-			if exited == nil {
-				return
-			}
-			select {
-			case j := <-d.order:
-				<-j.done
-				d.recycle(j)
-			case <-exited:
-				exited = nil
-			}
+			return
 		}
 	}
 }

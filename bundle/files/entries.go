@@ -47,7 +47,7 @@ func (e *entries) next() (*tar.Header, error) {
 	if e.lr == nil {
 		return e.tr.Next()
 	}
-	if err := e.skip(e.left); err != nil {
+	if err := e.discard(); err != nil {
 		return nil, err
 	}
 	// The padding as archive/tar reads it: an archive that ends in the
@@ -59,7 +59,6 @@ func (e *entries) next() (*tar.Header, error) {
 			return nil, err
 		}
 	}
-	e.left = 0
 	e.tr = tar.NewReader(e.lr)
 	hdr, err := e.tr.Next()
 	if err != nil {

@@ -71,14 +71,19 @@ func TestVerifyStream(t *testing.T) {
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	want := map[string]int64{"a": 3, "b": 200, "empty": 0}
+	checkRows(t, sum, map[string]int64{"a": 3, "b": 200, "empty": 0})
+	if sum.Bytes == 0 || sum.Bytes > int64(len(stream)) {
+		t.Errorf("summary bytes %d, stream %d", sum.Bytes, len(stream))
+	}
+}
+
+// checkRows compares each table's row count in sum with want's.
+func checkRows(t *testing.T, sum *Summary, want map[string]int64) {
+	t.Helper()
 	for _, ts := range sum.Tables {
 		if ts.Rows != want[ts.Name] {
 			t.Errorf("table %s: %d rows, want %d", ts.Name, ts.Rows, want[ts.Name])
 		}
-	}
-	if sum.Bytes == 0 || sum.Bytes > int64(len(stream)) {
-		t.Errorf("summary bytes %d, stream %d", sum.Bytes, len(stream))
 	}
 }
 
@@ -98,12 +103,7 @@ func TestVerifyBinaryTables(t *testing.T) {
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	want := map[string]int64{"bin": 4, "txt": 2, "empty": 0}
-	for _, ts := range sum.Tables {
-		if ts.Rows != want[ts.Name] {
-			t.Errorf("table %s: %d rows, want %d", ts.Name, ts.Rows, want[ts.Name])
-		}
-	}
+	checkRows(t, sum, map[string]int64{"bin": 4, "txt": 2, "empty": 0})
 	swap := func(old, new string) []byte {
 		return bytes.Replace(bytes.Clone(stream), []byte(old), []byte(new), 1)
 	}
