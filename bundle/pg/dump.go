@@ -145,7 +145,7 @@ func readPlan(ctx context.Context, conn *pgx.Conn, version int, opts DumpOptions
 		return nil, err
 	}
 	var schemaOIDs []uint32
-	p := &plan{header: streamHeader{Format: FormatName, Version: fmt.Sprintf("%d.%d", FormatMajor, FormatMinor), Settings: map[string]string{}}}
+	p := &plan{header: streamHeader{Format: FormatName, Version: fmt.Sprintf("%d.%d", FormatMajor, FormatMinor), Checksum: checksumXXH3, Settings: map[string]string{}}}
 	for _, s := range schemas {
 		schemaOIDs = append(schemaOIDs, s.oid)
 		p.header.Schemas = append(p.header.Schemas, s.name)
@@ -229,7 +229,7 @@ func readPlan(ctx context.Context, conn *pgx.Conn, version int, opts DumpOptions
 	}
 	for _, t := range p.tables {
 		p.preData = append(p.preData, tableDDL(t, identity)...)
-		st := streamTable{Schema: t.schema, Name: t.name, Columns: t.copyColumns(), NoData: !t.dumpData}
+		st := streamTable{Schema: t.schema, Name: t.name, Columns: t.copyColumns(), NoData: !t.dumpData, algo: checksumXXH3}
 		if t.dumpData && !opts.TextCopy {
 			st.Format = t.copyFormat()
 		}

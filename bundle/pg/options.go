@@ -166,7 +166,8 @@ type TableSummary struct {
 	Schema string `json:"schema"`
 	Name   string `json:"name"`
 	Rows   int64  `json:"rows"`
-	// Checksum is "sha256:<hex>" of the table's COPY text data in the stream.
+	// Checksum is "<algorithm>:<hex>" of the table's COPY data in the stream:
+	// "xxh3-128:" (format 3.0 on) or "sha256:" (before).
 	Checksum string `json:"checksum"`
 	// DataBytes is the size of the table's COPY text data.
 	DataBytes int64 `json:"dataBytes"`

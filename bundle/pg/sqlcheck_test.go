@@ -233,7 +233,7 @@ func writeStream(t testing.TB, h *streamHeader, pre, post []object) []byte {
 	sw := newStreamWriter(&buf)
 	sum := streamSummary{}
 	for _, tb := range h.Tables {
-		sum.Tables = append(sum.Tables, TableSummary{Schema: tb.Schema, Name: tb.Name, Checksum: newTableHash().sum()})
+		sum.Tables = append(sum.Tables, TableSummary{Schema: tb.Schema, Name: tb.Name, Checksum: newTableHash(checksumSHA256).sum()})
 	}
 	for _, step := range []func() error{
 		func() error { return sw.json(memberHeader, h) },

@@ -18,14 +18,16 @@ const (
 	// refuse a newer major. Minor versions only add fields or members.
 	// 2.0: a table's data may be COPY binary format (the header's table
 	// format "binary"), which a 1.x reader would take for text.
-	FormatMajor = 2
+	FormatMajor = 3
 	// FormatMinor is the minor version this code writes. 1.1: every
 	// pre-data and post-data entry is one statement of the kinds and shapes
 	// the package documentation lists (readers of every version check them).
 	// 1.2: pre-data.json also carries postData, the post-data entries that
 	// do not depend on the rows (all but SEQUENCE SET), so that a reader can
 	// build a table's keys and indexes as soon as the table is loaded. 2.0
-	// keeps both.
+	// keeps both. 3.0: the header's "checksum" names the algorithm of the
+	// summary's table checksums, "xxh3-128" (checksum.go); a 2.x reader
+	// would hash with SHA-256 and refuse every table.
 	FormatMinor = 0
 
 	memberHeader   = "header.json"
@@ -45,15 +47,18 @@ func dataMember(i, c int) string { return fmt.Sprintf("data/%04d/%06d.copy", i, 
 
 // streamHeader is header.json, the stream's first member.
 type streamHeader struct {
-	Format           string            `json:"format"`
-	Version          string            `json:"version"`
-	ServerVersion    string            `json:"serverVersion"`
-	ServerVersionNum int               `json:"serverVersionNum"`
-	Encoding         string            `json:"encoding"`
-	LastMigration    string            `json:"lastMigration,omitempty"`
-	Settings         map[string]string `json:"settings"`
-	Schemas          []string          `json:"schemas"`
-	Tables           []streamTable     `json:"tables"`
+	Format           string `json:"format"`
+	Version          string `json:"version"`
+	ServerVersion    string `json:"serverVersion"`
+	ServerVersionNum int    `json:"serverVersionNum"`
+	Encoding         string `json:"encoding"`
+	LastMigration    string `json:"lastMigration,omitempty"`
+	// Checksum is the algorithm of the summary's table checksums (3.0 on):
+	// "xxh3-128" or "sha256"; before 3.0 none, and SHA-256.
+	Checksum string            `json:"checksum,omitempty"`
+	Settings map[string]string `json:"settings"`
+	Schemas  []string          `json:"schemas"`
+	Tables   []streamTable     `json:"tables"`
 }
 
 // streamTable is one table of the header: its data members follow in this
@@ -67,6 +72,8 @@ type streamTable struct {
 	// Format is the COPY format of the data: "binary" (2.0), or text when
 	// empty.
 	Format string `json:"format,omitempty"`
+	// algo is the header's checksum algorithm (not in the JSON).
+	algo string
 }
 
 func (t streamTable) qualified() string { return qualified(t.Schema, t.Name) }
@@ -92,7 +99,7 @@ func (t streamTable) copyToSQL(source string) string {
 }
 
 // newHash follows the table's data (see tableHash).
-func (t streamTable) newHash() *tableHash { return newTableHashFor(t.Format) }
+func (t streamTable) newHash() *tableHash { return newTableHashFor(t.Format, t.algo) }
 
 func (t streamTable) copyColumns() string {
 	s := ""

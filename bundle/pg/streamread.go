@@ -110,6 +110,20 @@ func (s *streamReader) readHeader() error {
 	if major < 1 {
 		return corrupt("bad format version %q", h.Version)
 	}
+	algo := h.Checksum
+	switch {
+	case major < 3 && algo != "":
+		return corrupt("a checksum algorithm (%q) in a stream of version %s, which has none", algo, h.Version)
+	case major < 3:
+		algo = checksumSHA256
+	case algo == "":
+		return corrupt("a stream of version %s names no checksum algorithm", h.Version)
+	case algo != checksumXXH3 && algo != checksumSHA256:
+		return corrupt("unknown checksum algorithm %q", algo)
+	}
+	for i := range h.Tables {
+		h.Tables[i].algo = algo
+	}
 	seen := map[string]bool{}
 	for _, t := range h.Tables {
 		if t.Schema == "" || t.Name == "" {

@@ -102,7 +102,7 @@ func TestRestoreBrokenStreams(t *testing.T) {
 			if err := json.Unmarshal(body, &s); err != nil {
 				t.Fatal(err)
 			}
-			s["tables"].([]any)[3].(map[string]any)["checksum"] = "sha256:" + strings.Repeat("0", 64)
+			s["tables"].([]any)[3].(map[string]any)["checksum"] = "xxh3-128:" + strings.Repeat("0", 32)
 			b, _ := json.Marshal(s)
 			return b
 		}), pg.ErrChecksumMismatch},
