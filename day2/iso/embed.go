@@ -142,6 +142,7 @@ type Result struct {
 // that the rest of the work (token, payload, ignition) overlaps with it.
 type Copy struct {
 	f        *os.File
+	src      io.Reader
 	dst, tmp string
 	done     chan struct{}
 	n        int64
@@ -156,7 +157,7 @@ func StartCopy(dst string, src io.Reader) (*Copy, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Copy{f: f, dst: dst, tmp: tmp, done: make(chan struct{})}
+	c := &Copy{f: f, src: src, dst: dst, tmp: tmp, done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
 		c.n, c.err = io.Copy(f, src)
@@ -172,8 +173,14 @@ func (c *Copy) Abort() {
 }
 
 // Finish waits for the copy, writes the customization in place and renames
-// the result to dst. On error the partial file is removed.
+// the result to dst. On error the partial file is removed. When the source
+// can be read at offsets (a local base ISO), the writes are computed from it
+// while the copy is still running, so that only they follow the copy.
 func (c *Copy) Finish(cust Customization) (res *Result, err error) {
+	var plan *Plan
+	if ra, ok := c.src.(io.ReaderAt); ok {
+		plan, err = Prepare(ra, cust)
+	}
 	<-c.done
 	defer func() {
 		if err != nil {
@@ -184,9 +191,13 @@ func (c *Copy) Finish(cust Customization) (res *Result, err error) {
 	if c.err != nil {
 		return nil, fmt.Errorf("copy base ISO: %w", c.err)
 	}
-	plan, err := Prepare(c.f, cust)
 	if err != nil {
 		return nil, err
+	}
+	if plan == nil {
+		if plan, err = Prepare(c.f, cust); err != nil {
+			return nil, err
+		}
 	}
 	if err := plan.Apply(c.f); err != nil {
 		return nil, err

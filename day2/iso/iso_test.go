@@ -441,3 +441,77 @@ func TestWritePXE_S390xAddrsizeAndGenericIns(t *testing.T) {
 		t.Fatalf("%d files left after the failure", len(left))
 	}
 }
+
+// TestCopy_SeekableAndStreamedSourcesGiveTheSameImage runs the node ISO's copy
+// from a local file (whose writes are computed from the base while the copy
+// runs) and from a plain stream (computed from the copy after it), and checks
+// both give the image Prepare+Apply give on the base in memory; a config that
+// does not fit fails either way and leaves no file behind.
+func TestCopy_SeekableAndStreamedSourcesGiveTheSameImage(t *testing.T) {
+	p := synthetic(t, isofixture.IgnInfoKargsJSONPadEnd).Path
+	base, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cust := Customization{Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`), KargsAppend: []string{"fips=1"}}
+	plan, err := Prepare(bytes.NewReader(base), cust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &memFile{b: append([]byte(nil), base...)}
+	if err := plan.Apply(want); err != nil {
+		t.Fatal(err)
+	}
+	sources := map[string]func() io.Reader{
+		"file": func() io.Reader {
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			return f
+		},
+		"stream": func() io.Reader { return io.MultiReader(bytes.NewReader(base)) },
+	}
+	for name, open := range sources {
+		t.Run(name, func(t *testing.T) {
+			src := open()
+			if _, ok := src.(io.ReaderAt); ok != (name == "file") {
+				t.Fatalf("%s source: ReaderAt %v", name, ok)
+			}
+			dst := filepath.Join(t.TempDir(), "node.iso")
+			c, err := StartCopy(dst, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.Finish(cust)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Size != int64(len(base)) || !bytes.Equal(got, want.b) || res.Plan.Kargs != plan.Kargs {
+				t.Fatalf("size %d (want %d), same bytes %v, kargs %q (want %q)", res.Size, len(base), bytes.Equal(got, want.b), res.Plan.Kargs, plan.Kargs)
+			}
+			if _, err := os.Stat(dst + ".part"); !os.IsNotExist(err) {
+				t.Fatalf(".part left: %v", err)
+			}
+
+			dst2 := filepath.Join(t.TempDir(), "big.iso")
+			c, err = StartCopy(dst2, open())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Finish(Customization{Ignition: randomish(int(plan.IgnitionArea.Length) * 2)})
+			if err == nil || !strings.Contains(err.Error(), "embed area") {
+				t.Fatalf("oversized config: %v", err)
+			}
+			left, _ := os.ReadDir(filepath.Dir(dst2))
+			if len(left) != 0 {
+				t.Fatalf("left behind: %v", left)
+			}
+		})
+	}
+}
