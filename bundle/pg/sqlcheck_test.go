@@ -248,3 +248,18 @@ func writeStream(t testing.TB, h *streamHeader, pre, post []object) []byte {
 	}
 	return buf.Bytes()
 }
+
+// TestOperatorName checks the operator-name test against PostgreSQL's rule
+// (scan.l: an operator is 1 to NAMEDATALEN-1 = 63 of + - * / < > = ~ ! @ # %
+// ^ & | ` ?).
+func TestOperatorName(t *testing.T) {
+	for s, want := range map[string]bool{
+		"+": true, "<->": true, "@@": true, "?|": true, "`": true, "!~~*": true,
+		strings.Repeat("=", 63): true, strings.Repeat("=", 64): false,
+		"": false, "a+": false, "+a": false, "+\n": false, " +": false, "+;": false, "+ +": false, ".": false,
+	} {
+		if got := operatorName(s); got != want {
+			t.Errorf("operatorName(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -21,11 +21,15 @@ const Redacted = "<redacted>"
 const uploadsPath = "/blobs/uploads/"
 
 var (
-	reURL     = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>\x60]+`)
-	reUpload  = regexp.MustCompile(`/blobs/uploads/[^\s"'<>\x60]+`)
-	reState   = regexp.MustCompile(`(?i)\b(_state|state|token|access_token|refresh_token|password|signature|x-amz-signature|x-amz-credential|sig)=[^\s&"'<>\x60]+`)
-	reAuthHdr = regexp.MustCompile(`(?i)\b(basic|bearer)\s+[A-Za-z0-9._~+/=-]{20,}`)
-	reJSONSec = regexp.MustCompile(`(?i)"(token|access_token|refresh_token|identitytoken|registrytoken|password|auth)"\s*:\s*"[^"]*"`)
+	reURL    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>\x60]+`) })
+	reUpload = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/blobs/uploads/[^\s"'<>\x60]+`) })
+	reState  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(_state|state|token|access_token|refresh_token|password|signature|x-amz-signature|x-amz-credential|sig)=[^\s&"'<>\x60]+`)
+	})
+	reAuthHdr = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b(basic|bearer)\s+[A-Za-z0-9._~+/=-]{20,}`) })
+	reJSONSec = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)"(token|access_token|refresh_token|identitytoken|registrytoken|password|auth)"\s*:\s*"[^"]*"`)
+	})
 )
 
 // minSecret is the shortest credential replaced by value: shorter ones would
@@ -92,16 +96,16 @@ func RedactURL(u string) string {
 // secret-looking query parameters, Authorization values, secret JSON fields
 // and every credential or token this process has used, in s.
 func RedactText(s string) string {
-	s = reURL.ReplaceAllStringFunc(s, func(u string) string {
+	s = reURL().ReplaceAllStringFunc(s, func(u string) string {
 		// Punctuation after an unquoted URL ("GET https://h/x?q: 401") is
 		// the message's, not the URL's.
 		trimmed := strings.TrimRight(u, ":,.;)]")
 		return RedactURL(trimmed) + u[len(trimmed):]
 	})
-	s = reUpload.ReplaceAllString(s, uploadsPath+Redacted)
-	s = reState.ReplaceAllString(s, "${1}="+Redacted)
-	s = reAuthHdr.ReplaceAllString(s, "${1} "+Redacted)
-	s = reJSONSec.ReplaceAllString(s, `"${1}":"`+Redacted+`"`)
+	s = reUpload().ReplaceAllString(s, uploadsPath+Redacted)
+	s = reState().ReplaceAllString(s, "${1}="+Redacted)
+	s = reAuthHdr().ReplaceAllString(s, "${1} "+Redacted)
+	s = reJSONSec().ReplaceAllString(s, `"${1}":"`+Redacted+`"`)
 	secrets.RLock()
 	known := make([]string, 0, len(secrets.set))
 	for v := range secrets.set {

@@ -8,6 +8,7 @@ package ignition
 import (
 	"crypto/x509"
 	"regexp"
+	"sync"
 
 	"encoding/base64"
 	"encoding/json"
@@ -132,7 +133,9 @@ func Render(in Input) (*types.Config, error) {
 // internal/cluster/validations/validations.go, sshPublicKeyRegex and
 // ValidateSSHPublicKey: every line must match and parse); anything else makes
 // registerInfraEnv fail at boot with "SSH key is not valid".
-var serviceSSHKeyRE = regexp.MustCompile(`^(ssh-rsa AAAAB3NzaC1yc2|ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNT|ecdsa-sha2-nistp384 AAAAE2VjZHNhLXNoYTItbmlzdHAzODQAAAAIbmlzdHAzOD|ecdsa-sha2-nistp521 AAAAE2VjZHNhLXNoYTItbmlzdHA1MjEAAAAIbmlzdHA1Mj|ssh-ed25519 AAAAC3NzaC1lZDI1NTE5|ssh-dss AAAAB3NzaC1kc3)[0-9A-Za-z+/]+[=]{0,3}( .*)?$`)
+var serviceSSHKeyRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(ssh-rsa AAAAB3NzaC1yc2|ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNT|ecdsa-sha2-nistp384 AAAAE2VjZHNhLXNoYTItbmlzdHAzODQAAAAIbmlzdHAzOD|ecdsa-sha2-nistp521 AAAAE2VjZHNhLXNoYTItbmlzdHA1MjEAAAAIbmlzdHA1Mj|ssh-ed25519 AAAAC3NzaC1lZDI1NTE5|ssh-dss AAAAB3NzaC1kc3)[0-9A-Za-z+/]+[=]{0,3}( .*)?$`)
+})
 
 func serviceAcceptsSSHKey(key string, fromNodesConfig bool) error {
 	if key == "" {
@@ -145,7 +148,7 @@ func serviceAcceptsSSHKey(key string, fromNodesConfig bool) error {
 	for _, line := range strings.Split(key, "\n") {
 		line = strings.TrimSpace(line)
 		_, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line))
-		if !serviceSSHKeyRE.MatchString(line) || err != nil {
+		if !serviceSSHKeyRE().MatchString(line) || err != nil {
 			return fmt.Errorf("%s is not accepted by the host's assisted-service (it takes ssh-rsa, ssh-ed25519, ecdsa-sha2-nistp256/384/521 or ssh-dss keys), so the host could not register: set sshKey in nodes-config.yaml to such a key", src)
 		}
 	}

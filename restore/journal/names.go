@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Names, labels, annotations and keys of the journal and receipt ConfigMaps.
@@ -32,11 +33,11 @@ const (
 	ReceiptFormatVersion = "1"
 )
 
-var digestRE = regexp.MustCompile(`^([a-z0-9]+):([a-f0-9]{32,128})$`)
+var digestRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([a-z0-9]+):([a-f0-9]{32,128})$`) })
 
 // parseDigest splits an OCI digest ("sha256:<hex>").
 func parseDigest(d string) (alg, hex string, err error) {
-	m := digestRE.FindStringSubmatch(d)
+	m := digestRE().FindStringSubmatch(d)
 	if m == nil {
 		return "", "", fmt.Errorf("invalid bundle digest %q: want <algorithm>:<lower-case hex>", d)
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,10 +46,12 @@ var restoredURLKinds = map[string]bool{"AgentClusterInstall": true, "Agent": tru
 // The InfraEnv's and PreprovisioningImage's URLs are recomputed by their
 // controllers from the database and are dropped with the status.
 var (
-	eventsPath   = regexp.MustCompile(`/v2/events$`)
-	clusterLogs  = regexp.MustCompile(`/v2/clusters/([0-9a-fA-F-]{36})/logs$`)
-	infraEnvFile = regexp.MustCompile(`/v2/infra-envs/([0-9a-fA-F-]{36})/downloads/files$`)
-	uuidRE       = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	eventsPath   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/v2/events$`) })
+	clusterLogs  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/v2/clusters/([0-9a-fA-F-]{36})/logs$`) })
+	infraEnvFile = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/v2/infra-envs/([0-9a-fA-F-]{36})/downloads/files$`) })
+	uuidRE       = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	})
 )
 
 // signFor is the claim a rewritten status URL is signed with: exactly one of
@@ -61,13 +64,13 @@ func claimFor(u *url.URL, ieFallback string) (signFor, error) {
 	q := u.Query()
 	check := func(s signFor) (signFor, error) {
 		id := s.clusterID + s.infraEnvID
-		if !uuidRE.MatchString(id) {
+		if !uuidRE().MatchString(id) {
 			return signFor{}, fmt.Errorf("the id %q it names is not a UUID", id)
 		}
 		return s, nil
 	}
 	switch {
-	case eventsPath.MatchString(u.Path):
+	case eventsPath().MatchString(u.Path):
 		switch {
 		case q.Get("cluster_id") != "":
 			return check(signFor{clusterID: q.Get("cluster_id")})
@@ -83,10 +86,10 @@ func claimFor(u *url.URL, ieFallback string) (signFor, error) {
 			return signFor{}, errors.New("a host's events URL without an infra_env_id api_key, and the Agent's InfraEnv (label " + LabelInfraEnv + ") is not in the bundle with its id")
 		}
 		return signFor{}, errors.New("an events URL that names no cluster_id, infra_env_id or host_id")
-	case clusterLogs.MatchString(u.Path):
-		return check(signFor{clusterID: clusterLogs.FindStringSubmatch(u.Path)[1]})
-	case infraEnvFile.MatchString(u.Path):
-		return check(signFor{infraEnvID: infraEnvFile.FindStringSubmatch(u.Path)[1]})
+	case clusterLogs().MatchString(u.Path):
+		return check(signFor{clusterID: clusterLogs().FindStringSubmatch(u.Path)[1]})
+	case infraEnvFile().MatchString(u.Path):
+		return check(signFor{infraEnvID: infraEnvFile().FindStringSubmatch(u.Path)[1]})
 	}
 	return signFor{}, fmt.Errorf("a URL of a form assisted-service's controllers do not write (path %s)", u.Path)
 }
@@ -216,10 +219,12 @@ func rebase(u *url.URL, base string) (string, error) {
 }
 
 var (
-	clusterPathID = regexp.MustCompile(`/clusters/([0-9a-fA-F-]{36})(/|$)`)
+	clusterPathID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/clusters/([0-9a-fA-F-]{36})(/|$)`) })
 	// assisted-service's /infra-envs/<id>/ and the image service's /byid/<id>/
 	// and /images/<id> paths.
-	infraEnvPathID = regexp.MustCompile(`/(?:infra-envs|byid|images)/([0-9a-fA-F-]{36})(/|$)`)
+	infraEnvPathID = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`/(?:infra-envs|byid|images)/([0-9a-fA-F-]{36})(/|$)`)
+	})
 )
 
 // idsFromURLs finds the cluster and infra-env ids in assisted-service URLs:
@@ -237,10 +242,10 @@ func idsFromURLs(urls []string) (clusterID, infraEnvID string) {
 		if v := u.Query().Get("infra_env_id"); v != "" && infraEnvID == "" {
 			infraEnvID = v
 		}
-		if m := clusterPathID.FindStringSubmatch(u.Path); m != nil && clusterID == "" {
+		if m := clusterPathID().FindStringSubmatch(u.Path); m != nil && clusterID == "" {
 			clusterID = m[1]
 		}
-		if m := infraEnvPathID.FindStringSubmatch(u.Path); m != nil && infraEnvID == "" {
+		if m := infraEnvPathID().FindStringSubmatch(u.Path); m != nil && infraEnvID == "" {
 			infraEnvID = m[1]
 		}
 	}
@@ -387,14 +392,14 @@ func findNodeZeroURL(v any, bases map[string]bool, path string) (string, string)
 }
 
 // urlInText finds URLs inside free text (YAML, JSON, a command line).
-var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
+var urlInText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`) })
 
 // urlWithBase returns the first URL in s whose base is one of bases.
 func urlWithBase(s string, bases map[string]bool) string {
 	if !strings.Contains(s, "://") {
 		return ""
 	}
-	for _, m := range urlInText.FindAllString(s, -1) {
+	for _, m := range urlInText().FindAllString(s, -1) {
 		if b, ok := baseOf(m); ok && bases[b] {
 			return m
 		}
