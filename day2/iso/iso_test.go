@@ -462,8 +462,8 @@ func TestCopy_SeekableAndStreamedSourcesGiveTheSameImage(t *testing.T) {
 	if err := plan.Apply(want); err != nil {
 		t.Fatal(err)
 	}
-	sources := map[string]func() io.Reader{
-		"file": func() io.Reader {
+	sources := map[string]func(t *testing.T) io.Reader{
+		"file": func(t *testing.T) io.Reader {
 			f, err := os.Open(p)
 			if err != nil {
 				t.Fatal(err)
@@ -471,11 +471,11 @@ func TestCopy_SeekableAndStreamedSourcesGiveTheSameImage(t *testing.T) {
 			t.Cleanup(func() { f.Close() })
 			return f
 		},
-		"stream": func() io.Reader { return io.MultiReader(bytes.NewReader(base)) },
+		"stream": func(*testing.T) io.Reader { return io.MultiReader(bytes.NewReader(base)) },
 	}
 	for name, open := range sources {
 		t.Run(name, func(t *testing.T) {
-			src := open()
+			src := open(t)
 			if _, ok := src.(io.ReaderAt); ok != (name == "file") {
 				t.Fatalf("%s source: ReaderAt %v", name, ok)
 			}
@@ -500,7 +500,7 @@ func TestCopy_SeekableAndStreamedSourcesGiveTheSameImage(t *testing.T) {
 			}
 
 			dst2 := filepath.Join(t.TempDir(), "big.iso")
-			c, err = StartCopy(dst2, open())
+			c, err = StartCopy(dst2, open(t))
 			if err != nil {
 				t.Fatal(err)
 			}
