@@ -114,7 +114,7 @@ func operatorName(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !strings.ContainsRune("+-*/<>=~!@#%^&|`?", rune(s[i])) {
+		if !isOpByte(s[i]) {
 			return false
 		}
 	}
