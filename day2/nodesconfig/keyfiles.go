@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"net"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/google/uuid"
 )
 
 // Keyfile is one NetworkManager connection profile generated from a host's
@@ -82,88 +79,6 @@ type kfGen struct {
 
 var ifaceNameRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,15}$`)
 
-func unknownKeys(m map[string]any, where string, allowed ...string) error {
-	ok := map[string]bool{}
-	for _, a := range allowed {
-		ok[a] = true
-	}
-	var bad []string
-	for k := range m {
-		if !ok[k] {
-			bad = append(bad, k)
-		}
-	}
-	if len(bad) == 0 {
-		return nil
-	}
-	sort.Strings(bad)
-	return fmt.Errorf("%s: %s not supported (add-nodes turns nmstate into NetworkManager keyfiles at build time and supports %s)", where, strings.Join(bad, ", "), strings.Join(allowed, ", "))
-}
-
-func asMap(v any, where string) (map[string]any, error) {
-	if v == nil {
-		return map[string]any{}, nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("%s must be a mapping", where)
-	}
-	return m, nil
-}
-
-func asList(v any, where string) ([]any, error) {
-	if v == nil {
-		return nil, nil
-	}
-	l, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("%s must be a list", where)
-	}
-	return l, nil
-}
-
-func asInt(v any, where string) (int, error) {
-	switch n := v.(type) {
-	case float64:
-		if n == float64(int(n)) {
-			return int(n), nil
-		}
-	case int:
-		return n, nil
-	case int64:
-		return int(n), nil
-	case string:
-		if i, err := strconv.Atoi(n); err == nil {
-			return i, nil
-		}
-	}
-	return 0, fmt.Errorf("%s must be an integer, not %v", where, v)
-}
-
-func asBool(v any, where string) (bool, error) {
-	b, ok := v.(bool)
-	if !ok {
-		return false, fmt.Errorf("%s must be true or false, not %v", where, v)
-	}
-	return b, nil
-}
-
-func asStrings(v any, where string) ([]string, error) {
-	l, err := asList(v, where)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, x := range l {
-		s, ok := x.(string)
-		if !ok {
-			return nil, fmt.Errorf("%s must be a list of strings", where)
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
 func (g *kfGen) get(name string) *profile {
 	p, ok := g.profiles[name]
 	if !ok {
@@ -174,173 +89,178 @@ func (g *kfGen) get(name string) *profile {
 	return p
 }
 
+// parse reads the host's nmstate in four steps: the document (strictly, into
+// nmState), each interface in state up, the profiles that follow from them
+// (bond ports and VLAN parents not listed themselves), then routes and DNS,
+// which need the interfaces.
 func (g *kfGen) parse(nc map[string]any) error {
-	if err := unknownKeys(nc, "networkConfig", "interfaces", "routes", "dns-resolver"); err != nil {
-		return err
-	}
-	ifaces, err := asList(nc["interfaces"], "networkConfig.interfaces")
-	if err != nil {
+	var st nmState
+	if err := decodeStrict(nc, &st, where{"networkConfig", "."}); err != nil {
 		return err
 	}
 	skipped := map[string]bool{}
-	for j, it := range ifaces {
-		where := fmt.Sprintf("networkConfig.interfaces[%d]", j)
-		m, err := asMap(it, where)
-		if err != nil {
+	for j, raw := range st.Interfaces {
+		if err := g.parseInterface(j, raw, skipped); err != nil {
 			return err
-		}
-		name, _ := m["name"].(string)
-		if !ifaceNameRE.MatchString(name) {
-			return fmt.Errorf("%s: name %q is not an interface name (1 to 15 letters, digits, '.', '-', '_', ':')", where, name)
-		}
-		where = fmt.Sprintf("networkConfig interface %q", name)
-		if err := unknownKeys(m, where, "name", "type", "state", "mtu", "mac-address", "ipv4", "ipv6", "vlan", "link-aggregation"); err != nil {
-			return err
-		}
-		state, _ := m["state"].(string)
-		switch state {
-		case "", "up":
-		case "down", "absent":
-			skipped[name] = true
-			continue
-		default:
-			return fmt.Errorf("%s: state %q is not supported (use up, down or absent)", where, state)
-		}
-		if _, dup := g.profiles[name]; dup && g.profiles[name].typ != "" {
-			return fmt.Errorf("%s is listed twice", where)
-		}
-		p := g.get(name)
-		typ, _ := m["type"].(string)
-		switch typ {
-		case "ethernet", "802-3-ethernet":
-			p.typ = "ethernet"
-		case "vlan":
-			p.typ = "vlan"
-			v, err := asMap(m["vlan"], where+": vlan")
-			if err != nil {
-				return err
-			}
-			if err := unknownKeys(v, where+": vlan", "base-iface", "id"); err != nil {
-				return err
-			}
-			p.vlanParent, _ = v["base-iface"].(string)
-			if p.vlanParent == "" {
-				return fmt.Errorf("%s: vlan.base-iface is required", where)
-			}
-			if p.vlanID, err = asInt(v["id"], where+": vlan.id"); err != nil {
-				return err
-			}
-			if p.vlanID < 0 || p.vlanID > 4094 {
-				return fmt.Errorf("%s: vlan.id %d is outside 0-4094", where, p.vlanID)
-			}
-		case "bond":
-			p.typ = "bond"
-			la, err := asMap(m["link-aggregation"], where+": link-aggregation")
-			if err != nil {
-				return err
-			}
-			if err := unknownKeys(la, where+": link-aggregation", "mode", "port", "options"); err != nil {
-				return err
-			}
-			p.bondMode, _ = la["mode"].(string)
-			if p.bondMode == "" {
-				return fmt.Errorf("%s: link-aggregation.mode is required", where)
-			}
-			opts, err := asMap(la["options"], where+": link-aggregation.options")
-			if err != nil {
-				return err
-			}
-			p.bondOpts = map[string]string{}
-			for k, v := range opts {
-				p.bondOpts[k] = fmt.Sprint(v)
-			}
-			ports, err := asStrings(la["port"], where+": link-aggregation.port")
-			if err != nil {
-				return err
-			}
-			for _, port := range ports {
-				if !ifaceNameRE.MatchString(port) {
-					return fmt.Errorf("%s: port %q is not an interface name", where, port)
-				}
-				pp := g.get(port)
-				if pp.master != "" && pp.master != name {
-					return fmt.Errorf("%s: port %q is already a port of bond %q", where, port, pp.master)
-				}
-				pp.master = name
-			}
-		case "":
-			return fmt.Errorf("%s: type is required (ethernet, vlan or bond)", where)
-		default:
-			return fmt.Errorf("%s: type %q is not supported (add-nodes turns nmstate into NetworkManager keyfiles at build time and supports ethernet, vlan and bond)", where, typ)
-		}
-		if v, ok := m["mtu"]; ok {
-			if p.mtu, err = asInt(v, where+": mtu"); err != nil {
-				return err
-			}
-		}
-		if mac, ok := m["mac-address"].(string); ok {
-			p.mac = NormalizeMAC(mac)
-		}
-		for fi, fam := range []string{"ipv4", "ipv6"} {
-			raw, ok := m[fam]
-			if !ok {
-				continue
-			}
-			c, err := asMap(raw, where+": "+fam)
-			if err != nil {
-				return err
-			}
-			allowed := []string{"enabled", "dhcp", "address"}
-			if fam == "ipv6" {
-				allowed = append(allowed, "autoconf")
-			}
-			if err := unknownKeys(c, where+": "+fam, allowed...); err != nil {
-				return err
-			}
-			ic := &p.ip[fi]
-			ic.present = true
-			ic.enabled = true
-			if v, ok := c["enabled"]; ok {
-				if ic.enabled, err = asBool(v, where+": "+fam+".enabled"); err != nil {
-					return err
-				}
-			}
-			if v, ok := c["dhcp"]; ok {
-				if ic.dhcp, err = asBool(v, where+": "+fam+".dhcp"); err != nil {
-					return err
-				}
-			}
-			if v, ok := c["autoconf"]; ok {
-				if ic.autoconf, err = asBool(v, where+": "+fam+".autoconf"); err != nil {
-					return err
-				}
-			}
-			addrs, err := asList(c["address"], where+": "+fam+".address")
-			if err != nil {
-				return err
-			}
-			for k, a := range addrs {
-				am, err := asMap(a, fmt.Sprintf("%s: %s.address[%d]", where, fam, k))
-				if err != nil {
-					return err
-				}
-				ip, _ := am["ip"].(string)
-				parsed := net.ParseIP(ip)
-				if parsed == nil || (fi == 0) != (parsed.To4() != nil) {
-					return fmt.Errorf("%s: %s.address[%d].ip %q is not an %s address", where, fam, k, ip, fam)
-				}
-				pl, err := asInt(am["prefix-length"], fmt.Sprintf("%s: %s.address[%d].prefix-length", where, fam, k))
-				if err != nil {
-					return err
-				}
-				if max := map[bool]int{true: 32, false: 128}[fi == 0]; pl < 0 || pl > max {
-					return fmt.Errorf("%s: %s.address[%d].prefix-length %d is outside 0-%d", where, fam, k, pl, max)
-				}
-				ic.addresses = append(ic.addresses, fmt.Sprintf("%s/%d", ip, pl))
-			}
-			ic.hasStaticAddress = len(ic.addresses) > 0
 		}
 	}
+	if err := g.completeProfiles(skipped); err != nil {
+		return err
+	}
+	if st.Routes != nil {
+		for k, r := range st.Routes.Config {
+			if err := g.parseRoute(k, r); err != nil {
+				return err
+			}
+		}
+	}
+	if st.DNSResolver != nil && st.DNSResolver.Config != nil {
+		return g.parseDNS(*st.DNSResolver.Config)
+	}
+	return nil
+}
+
+// parseInterface decodes networkConfig.interfaces[j] and records its profile
+// (nothing for state down or absent, which it remembers in skipped).
+func (g *kfGen) parseInterface(j int, raw any, skipped map[string]bool) error {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return fmt.Errorf("networkConfig.interfaces[%d] must be a mapping", j)
+	}
+	name, _ := m["name"].(string)
+	if !ifaceNameRE.MatchString(name) {
+		return fmt.Errorf("networkConfig.interfaces[%d]: name %q is not an interface name (1 to 15 letters, digits, '.', '-', '_', ':')", j, name)
+	}
+	w := where{fmt.Sprintf("networkConfig interface %q", name), ": "}
+	var it nmInterface
+	if err := decodeStrict(m, &it, w); err != nil {
+		return err
+	}
+	switch it.State {
+	case "", "up":
+	case "down", "absent":
+		skipped[name] = true
+		return nil
+	default:
+		return fmt.Errorf("%s: state %q is not supported (use up, down or absent)", w.base, it.State)
+	}
+	if p, dup := g.profiles[name]; dup && p.typ != "" {
+		return fmt.Errorf("%s is listed twice", w.base)
+	}
+	p := g.get(name)
+	var err error
+	switch it.Type {
+	case "ethernet", "802-3-ethernet":
+		p.typ = "ethernet"
+	case "vlan":
+		err = g.vlan(p, it.VLAN, w)
+	case "bond":
+		err = g.bond(p, it.LinkAggregation, w)
+	case "":
+		return fmt.Errorf("%s: type is required (ethernet, vlan or bond)", w.base)
+	default:
+		return fmt.Errorf("%s: type %q is not supported (add-nodes turns nmstate into NetworkManager keyfiles at build time and supports ethernet, vlan and bond)", w.base, it.Type)
+	}
+	if err != nil {
+		return err
+	}
+	if it.MTU != nil {
+		p.mtu = *it.MTU
+	}
+	if it.MACAddress != "" {
+		p.mac = NormalizeMAC(it.MACAddress)
+	}
+	if it.IPv4 != nil {
+		c := nmIPv6{Enabled: it.IPv4.Enabled, DHCP: it.IPv4.DHCP, Address: it.IPv4.Address}
+		if err := p.ip[0].set(c, "ipv4", w); err != nil {
+			return err
+		}
+	}
+	if it.IPv6 != nil {
+		if err := p.ip[1].set(*it.IPv6, "ipv6", w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *kfGen) vlan(p *profile, v *nmVLAN, w where) error {
+	p.typ = "vlan"
+	if v == nil || v.BaseIface == "" {
+		return fmt.Errorf("%s: vlan.base-iface is required", w.base)
+	}
+	if v.ID == nil {
+		return fmt.Errorf("%s: vlan.id must be an integer, not <nil>", w.base)
+	}
+	p.vlanParent, p.vlanID = v.BaseIface, *v.ID
+	if p.vlanID < 0 || p.vlanID > 4094 {
+		return fmt.Errorf("%s: vlan.id %d is outside 0-4094", w.base, p.vlanID)
+	}
+	return nil
+}
+
+func (g *kfGen) bond(p *profile, la *nmBonding, w where) error {
+	p.typ = "bond"
+	if la == nil || la.Mode == "" {
+		return fmt.Errorf("%s: link-aggregation.mode is required", w.base)
+	}
+	p.bondMode = la.Mode
+	p.bondOpts = map[string]string{}
+	for k, v := range la.Options {
+		p.bondOpts[k] = v
+	}
+	for _, port := range la.Port {
+		if !ifaceNameRE.MatchString(port) {
+			return fmt.Errorf("%s: port %q is not an interface name", w.base, port)
+		}
+		pp := g.get(port)
+		if pp.master != "" && pp.master != p.name {
+			return fmt.Errorf("%s: port %q is already a port of bond %q", w.base, port, pp.master)
+		}
+		pp.master = p.name
+	}
+	return nil
+}
+
+// set records one address family of an interface (ipv4 comes in as an
+// nmIPv6 without autoconf: the decoder already refused that key for it).
+func (ic *ipConf) set(c nmIPv6, fam string, w where) error {
+	ic.present, ic.enabled = true, true
+	if c.Enabled != nil {
+		ic.enabled = *c.Enabled
+	}
+	if c.DHCP != nil {
+		ic.dhcp = *c.DHCP
+	}
+	if c.Autoconf != nil {
+		ic.autoconf = *c.Autoconf
+	}
+	v4 := fam == "ipv4"
+	for k, a := range c.Address {
+		parsed := net.ParseIP(a.IP)
+		if parsed == nil || v4 != (parsed.To4() != nil) {
+			return fmt.Errorf("%s: %s.address[%d].ip %q is not an %s address", w.base, fam, k, a.IP, fam)
+		}
+		if a.PrefixLength == nil {
+			return fmt.Errorf("%s: %s.address[%d].prefix-length must be an integer, not <nil>", w.base, fam, k)
+		}
+		pl, max := *a.PrefixLength, 128
+		if v4 {
+			max = 32
+		}
+		if pl < 0 || pl > max {
+			return fmt.Errorf("%s: %s.address[%d].prefix-length %d is outside 0-%d", w.base, fam, k, pl, max)
+		}
+		ic.addresses = append(ic.addresses, fmt.Sprintf("%s/%d", a.IP, pl))
+	}
+	ic.hasStaticAddress = len(ic.addresses) > 0
+	return nil
+}
+
+// completeProfiles drops what was only named by a skipped interface, gives
+// bond ports and VLAN parents that are not listed an ethernet profile, and
+// refuses IP settings on a bond port.
+func (g *kfGen) completeProfiles(skipped map[string]bool) error {
 	for _, name := range g.order {
 		p := g.profiles[name]
 		if p.typ == "" {
@@ -351,10 +271,8 @@ func (g *kfGen) parse(nc map[string]any) error {
 			// A bond port that is not listed itself: an ethernet port profile.
 			p.typ = "ethernet"
 		}
-		if p.master != "" {
-			if p.ip[0].present && (p.ip[0].enabled || p.ip[0].hasStaticAddress) || p.ip[1].present && (p.ip[1].enabled || p.ip[1].hasStaticAddress) {
-				return fmt.Errorf("networkConfig interface %q is a port of bond %q and cannot have its own ipv4/ipv6 configuration", name, p.master)
-			}
+		if p.master != "" && (p.ip[0].configured() || p.ip[1].configured()) {
+			return fmt.Errorf("networkConfig interface %q is a port of bond %q and cannot have its own ipv4/ipv6 configuration", name, p.master)
 		}
 		if p.typ == "vlan" {
 			if _, ok := g.profiles[p.vlanParent]; !ok && !skipped[p.vlanParent] {
@@ -373,108 +291,57 @@ func (g *kfGen) parse(nc map[string]any) error {
 	if len(g.order) == 0 {
 		return fmt.Errorf("networkConfig: no interface in state up")
 	}
-	if err := g.parseRoutes(nc["routes"]); err != nil {
-		return err
-	}
-	return g.parseDNS(nc["dns-resolver"])
+	return nil
 }
 
-func (g *kfGen) parseRoutes(raw any) error {
-	r, err := asMap(raw, "networkConfig.routes")
+// configured: the family is given and enabled, or has addresses.
+func (ic ipConf) configured() bool { return ic.present && (ic.enabled || ic.hasStaticAddress) }
+
+func (g *kfGen) parseRoute(k int, r nmRoute) error {
+	where := fmt.Sprintf("networkConfig.routes.config[%d]", k)
+	ip, ipnet, err := net.ParseCIDR(r.Destination)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: destination %q is not an address/prefix", where, r.Destination)
 	}
-	if err := unknownKeys(r, "networkConfig.routes", "config"); err != nil {
-		return err
+	fi := 1
+	if ip.To4() != nil {
+		fi = 0
 	}
-	list, err := asList(r["config"], "networkConfig.routes.config")
-	if err != nil {
-		return err
+	p, ok := g.profiles[r.NextHopInterface]
+	if !ok {
+		return fmt.Errorf("%s: next-hop-interface %q is not an interface in state up of networkConfig.interfaces", where, r.NextHopInterface)
 	}
-	for k, it := range list {
-		where := fmt.Sprintf("networkConfig.routes.config[%d]", k)
-		m, err := asMap(it, where)
-		if err != nil {
-			return err
+	gw := r.NextHopAddress
+	val := ipnet.String()
+	if gw != "" {
+		g := net.ParseIP(gw)
+		if g == nil || (g.To4() != nil) != (fi == 0) {
+			return fmt.Errorf("%s: next-hop-address %q is not an address of the destination's family", where, gw)
 		}
-		if err := unknownKeys(m, where, "destination", "next-hop-address", "next-hop-interface", "metric", "table-id"); err != nil {
-			return err
+		val += "," + gw
+	}
+	if r.Metric != nil {
+		if gw == "" {
+			val += ","
 		}
-		dst, _ := m["destination"].(string)
-		ip, ipnet, err := net.ParseCIDR(dst)
-		if err != nil {
-			return fmt.Errorf("%s: destination %q is not an address/prefix", where, dst)
-		}
-		fi := 1
-		if ip.To4() != nil {
-			fi = 0
-		}
-		dev, _ := m["next-hop-interface"].(string)
-		p, ok := g.profiles[dev]
-		if !ok {
-			return fmt.Errorf("%s: next-hop-interface %q is not an interface in state up of networkConfig.interfaces", where, dev)
-		}
-		gw, _ := m["next-hop-address"].(string)
-		val := ipnet.String()
-		if gw != "" {
-			g := net.ParseIP(gw)
-			if g == nil || (g.To4() != nil) != (fi == 0) {
-				return fmt.Errorf("%s: next-hop-address %q is not an address of the destination's family", where, gw)
-			}
-			val += "," + gw
-		}
-		if v, ok := m["metric"]; ok {
-			metric, err := asInt(v, where+": metric")
-			if err != nil {
-				return err
-			}
-			if gw == "" {
-				val += ","
-			}
-			val += "," + strconv.Itoa(metric)
-		}
-		if v, ok := m["table-id"]; ok {
-			t, err := asInt(v, where+": table-id")
-			if err != nil {
-				return err
-			}
-			val += " table=" + strconv.Itoa(t)
-		}
-		ic := &p.ip[fi]
-		if !ic.present || !ic.enabled {
-			return fmt.Errorf("%s: next-hop-interface %q has %s disabled", where, dev, []string{"ipv4", "ipv6"}[fi])
-		}
-		ic.routes = append(ic.routes, val)
-		if ones, _ := ipnet.Mask.Size(); ones == 0 && gw != "" {
-			ic.hasDefaultRoute = true
-		}
+		val += "," + strconv.Itoa(*r.Metric)
+	}
+	if r.TableID != nil {
+		val += " table=" + strconv.Itoa(*r.TableID)
+	}
+	ic := &p.ip[fi]
+	if !ic.present || !ic.enabled {
+		return fmt.Errorf("%s: next-hop-interface %q has %s disabled", where, r.NextHopInterface, []string{"ipv4", "ipv6"}[fi])
+	}
+	ic.routes = append(ic.routes, val)
+	if ones, _ := ipnet.Mask.Size(); ones == 0 && gw != "" {
+		ic.hasDefaultRoute = true
 	}
 	return nil
 }
 
-func (g *kfGen) parseDNS(raw any) error {
-	d, err := asMap(raw, "networkConfig.dns-resolver")
-	if err != nil {
-		return err
-	}
-	if err := unknownKeys(d, "networkConfig.dns-resolver", "config"); err != nil {
-		return err
-	}
-	c, err := asMap(d["config"], "networkConfig.dns-resolver.config")
-	if err != nil {
-		return err
-	}
-	if err := unknownKeys(c, "networkConfig.dns-resolver.config", "server", "search"); err != nil {
-		return err
-	}
-	servers, err := asStrings(c["server"], "networkConfig.dns-resolver.config.server")
-	if err != nil {
-		return err
-	}
-	search, err := asStrings(c["search"], "networkConfig.dns-resolver.config.search")
-	if err != nil {
-		return err
-	}
+func (g *kfGen) parseDNS(c nmDNS) error {
+	servers, search := c.Server, c.Search
 	var byFam [2][]string
 	for _, s := range servers {
 		ip := net.ParseIP(s)
@@ -530,124 +397,4 @@ func (g *kfGen) dnsHolder(fi int) *profile {
 		}
 	}
 	return nil
-}
-
-// keyfileNS makes profile UUIDs stable across builds (UUIDv5 of the name).
-var keyfileNS = uuid.MustParse("1a4e4a2c-6d0e-5b77-9a8e-6b7a2d3c1f00")
-
-func (g *kfGen) render() []Keyfile {
-	var out []Keyfile
-	for _, name := range g.order {
-		p := g.profiles[name]
-		var s strings.Builder
-		w := func(k, v string) { fmt.Fprintf(&s, "%s=%s\n", k, v) }
-		typ := map[string]string{"ethernet": "ethernet", "vlan": "vlan", "bond": "bond"}[p.typ]
-		s.WriteString("[connection]\n")
-		w("id", name)
-		w("uuid", uuid.NewSHA1(keyfileNS, []byte(name)).String())
-		w("type", typ)
-		w("interface-name", name)
-		w("autoconnect", "true")
-		w("autoconnect-priority", "1")
-		if p.master != "" {
-			w("master", p.master)
-			w("slave-type", "bond")
-		}
-		if p.typ == "bond" {
-			w("autoconnect-slaves", "1")
-		}
-		s.WriteString("\n")
-		switch p.typ {
-		case "ethernet":
-			s.WriteString("[ethernet]\n")
-			if p.mac != "" {
-				w("mac-address", strings.ToUpper(p.mac))
-			}
-			if p.mtu > 0 {
-				w("mtu", strconv.Itoa(p.mtu))
-			}
-			s.WriteString("\n")
-		case "vlan":
-			s.WriteString("[vlan]\n")
-			w("id", strconv.Itoa(p.vlanID))
-			w("parent", p.vlanParent)
-			if p.mtu > 0 {
-				w("mtu", strconv.Itoa(p.mtu))
-			}
-			s.WriteString("\n")
-		case "bond":
-			s.WriteString("[bond]\n")
-			w("mode", p.bondMode)
-			keys := make([]string, 0, len(p.bondOpts))
-			for k := range p.bondOpts {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				w(k, p.bondOpts[k])
-			}
-			s.WriteString("\n")
-			if p.mtu > 0 || p.mac != "" {
-				s.WriteString("[ethernet]\n")
-				if p.mac != "" {
-					w("cloned-mac-address", strings.ToUpper(p.mac))
-				}
-				if p.mtu > 0 {
-					w("mtu", strconv.Itoa(p.mtu))
-				}
-				s.WriteString("\n")
-			}
-		}
-		if p.master == "" {
-			for fi, sect := range []string{"ipv4", "ipv6"} {
-				ic := p.ip[fi]
-				fmt.Fprintf(&s, "[%s]\n", sect)
-				for k, a := range ic.addresses {
-					w(fmt.Sprintf("address%d", k+1), a)
-				}
-				if len(ic.dns) > 0 {
-					w("dns", strings.Join(ic.dns, ";")+";")
-				}
-				if len(ic.dnsSearch) > 0 {
-					w("dns-search", strings.Join(ic.dnsSearch, ";")+";")
-				}
-				w("method", method(fi, ic))
-				if ic.dhcp || ic.autoconf {
-					if len(ic.dns) > 0 {
-						w("ignore-auto-dns", "true")
-					}
-				}
-				for k, r := range ic.routes {
-					w(fmt.Sprintf("route%d", k+1), r)
-				}
-				s.WriteString("\n")
-			}
-		}
-		out = append(out, Keyfile{Name: name + ".nmconnection", Content: []byte(strings.TrimRight(s.String(), "\n") + "\n")})
-	}
-	return out
-}
-
-// method maps nmstate's enabled/dhcp/autoconf/address to the keyfile's
-// ipv4.method (auto, manual, disabled) and ipv6.method (auto, dhcp, manual,
-// link-local, disabled).
-func method(fi int, ic ipConf) string {
-	switch {
-	case !ic.present || !ic.enabled:
-		return "disabled"
-	case fi == 0 && ic.dhcp:
-		return "auto"
-	case fi == 0 && ic.hasStaticAddress:
-		return "manual"
-	case fi == 0:
-		return "disabled"
-	case ic.autoconf:
-		return "auto"
-	case ic.dhcp:
-		return "dhcp"
-	case ic.hasStaticAddress:
-		return "manual"
-	default:
-		return "link-local"
-	}
 }

@@ -153,3 +153,35 @@ func TestKeyfiles_UnsupportedIsABuildError(t *testing.T) {
 		})
 	}
 }
+
+// The typed decoding names the place of a wrong value, and bond options keep
+// whole numbers as NetworkManager reads them (not 1e+06).
+func TestKeyfiles_StrictDecoding(t *testing.T) {
+	nic := Interface{Name: "eth0", MACAddress: "52:54:00:00:00:01"}
+	for _, tc := range []struct{ name, nmstate, want string }{
+		{"vlan id not a number", "interfaces:\n- {name: eth0.5, type: vlan, state: up, vlan: {base-iface: eth0, id: five}}\n",
+			`networkConfig interface "eth0.5": vlan.id must be an integer, not five`},
+		{"autoconf in ipv4", "interfaces:\n- {name: eth0, type: ethernet, state: up, ipv4: {enabled: true, autoconf: true}}\n",
+			`networkConfig interface "eth0": ipv4: autoconf not supported (add-nodes turns nmstate into NetworkManager keyfiles at build time and supports enabled, dhcp, address)`},
+		{"dhcp not a boolean", "interfaces:\n- {name: eth0, type: ethernet, state: up, ipv6: {enabled: true, dhcp: 'yes'}}\n",
+			`networkConfig interface "eth0": ipv6.dhcp must be true or false, not yes`},
+		{"route metric", "interfaces:\n- {name: eth0, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 10.0.0.2, prefix-length: 24}]}}\nroutes:\n  config:\n  - {destination: 0.0.0.0/0, next-hop-address: 10.0.0.1, next-hop-interface: eth0, metric: [1]}\n",
+			`networkConfig.routes.config[0].metric must be an integer, not [1]`},
+		{"unknown top-level key", "interfaces:\n- {name: eth0, type: ethernet, state: up}\nroute-rules: {config: []}\n",
+			`networkConfig: route-rules not supported (add-nodes turns nmstate into NetworkManager keyfiles at build time and supports interfaces, routes, dns-resolver)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := hostWith(t, tc.nmstate, nic).Keyfiles()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+	kfs, err := hostWith(t, "interfaces:\n- {name: bond0, type: bond, state: up, link-aggregation: {mode: 802.3ad, port: [eth0], options: {miimon: 1000000, lacp_rate: fast, xmit_hash_policy: layer3+4}}}\n", nic).Keyfiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[bond]\nmode=802.3ad\nlacp_rate=fast\nmiimon=1000000\nxmit_hash_policy=layer3+4\n"; !strings.Contains(string(kfs[0].Content), want) {
+		t.Fatalf("bond0:\n%s\nlacks\n%s", kfs[0].Content, want)
+	}
+}
