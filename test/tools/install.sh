@@ -60,13 +60,16 @@ run() {
 # install_apt installs the Debian packages the targets run: PostgreSQL (initdb,
 # postgres, psql, pg_dump, pg_restore: tests, demo, bench), docker-registry
 # (tests, demo, bench), xorriso/cpio/xz (ISO fixtures, day-2 tests, bench), zstd
-# and tar (bench reference pipeline), htpasswd, getfattr, openssl, git (dist).
+# and tar (bench reference pipeline), htpasswd, getfattr, openssl, git (dist),
+# debootstrap and systemd-nspawn (the NetworkManager root and its container)
+# and the linter of make lint, shellcheck.
 install_apt() {
   local missing=() want
   # binary:package pairs
   for want in /usr/lib/postgresql/15/bin/initdb:postgresql psql:postgresql-client pg_dump:postgresql-client \
       docker-registry:docker-registry skopeo:skopeo xorriso:xorriso cpio:cpio xz:xz-utils zstd:zstd tar:tar \
-      htpasswd:apache2-utils getfattr:attr openssl:openssl git:git flock:util-linux; do
+      htpasswd:apache2-utils getfattr:attr openssl:openssl git:git flock:util-linux \
+      debootstrap:debootstrap systemd-nspawn:systemd-container shellcheck:shellcheck; do
     command -v "${want%%:*}" >/dev/null 2>&1 || missing+=("${want#*:}")
   done
   if [ ${#missing[@]} -eq 0 ]; then
@@ -275,12 +278,49 @@ install_postgres_majors() {
   done
 }
 
+# NetworkManager root: a Debian bookworm root (debootstrap minbase) with
+# systemd, D-Bus and Debian's network-manager (1.42), booted by
+# systemd-nspawn with a private network in the day-2 static-network test
+# (test/harness/networkmanager.go), where NetworkManager loads the ISO's
+# keyfiles. Keyed by NM_ROOT_VERSION (bump it when the package list changes);
+# about a minute and 270 MB cold.
+NM_ROOT_VERSION=${NM_ROOT_VERSION:-bookworm-nm-1}
+NM_ROOT_PACKAGES=systemd,systemd-sysv,dbus,libpam-systemd,network-manager,iproute2,procps
+install_nm_root() {
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  command -v debootstrap >/dev/null 2>&1 && command -v systemd-nspawn >/dev/null 2>&1 || install_apt
+  local dest=$CACHE/roots/$NM_ROOT_VERSION
+  if [ -f "$dest/.done" ]; then
+    log "NetworkManager root $NM_ROOT_VERSION: cached ($(cat "$dest/.done"))"
+    return
+  fi
+  # The Debian mirror this machine's apt uses (deb822 or one-line sources).
+  local mirror
+  mirror=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\/debian\)[[:space:]]*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
+  [ -n "$mirror" ] || mirror=$(sed -n 's/^deb[[:space:]]\+\(http[^[:space:]]*\/debian\)[[:space:]]\+bookworm[[:space:]].*/\1/p' /etc/apt/sources.list 2>/dev/null | head -n 1)
+  [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+  log "building the NetworkManager root $NM_ROOT_VERSION (debootstrap bookworm from $mirror; cold: about a minute)"
+  local tmp=$CACHE/build/$NM_ROOT_VERSION
+  $sudo rm -rf "$tmp" && mkdir -p "$CACHE/roots"
+  run nm-root $sudo debootstrap --variant=minbase --include="$NM_ROOT_PACKAGES" bookworm "$tmp" "$mirror"
+  # What the test needs in every copy: no getty on the console, no
+  # interference from other network managers.
+  $sudo rm -f "$tmp/etc/systemd/system/getty.target.wants/"* "$tmp/var/cache/apt/archives/"*.deb
+  # shellcheck disable=SC2016 # dpkg-query's format, not a shell expansion
+  chroot "$tmp" dpkg-query -W -f='${Version}' network-manager >"$tmp/.nm-version"
+  $sudo rm -rf "$dest" && $sudo mv "$tmp" "$dest"
+  echo "network-manager $(cat "$dest/.nm-version")" >"$dest/.done"
+  log "NetworkManager root: $(cat "$dest/.done")"
+}
+
 case $what in
   apt) install_apt ;;
   go) install_go ;;
   postgres) install_postgres_majors ;;
-  all) install_apt; install_go; install_postgres_majors ;;
-  *) echo "usage: $0 [all|apt|go|postgres]" >&2; exit 2 ;;
+  nmroot) install_nm_root ;;
+  all) install_apt; install_go; install_postgres_majors; install_nm_root ;;
+  *) echo "usage: $0 [all|apt|go|postgres|nmroot]" >&2; exit 2 ;;
 esac
 log "done: tools in $BIN, generated CRDs in $CACHE/crds"
 echo "$BIN"
