@@ -49,7 +49,7 @@ func TestEmbeddedFilesNameRenderedPaths(t *testing.T) {
 	}
 	// The package's own constants appear where the host reads them.
 	for file, want := range map[string]string{
-		"/usr/local/bin/set-hostname.sh":                `f="` + HostnamesDir + `/$mac"`,
+		"/usr/local/bin/set-hostname.sh":               `f="` + HostnamesDir + `/$mac"`,
 		"/usr/local/bin/pre-network-manager-config.sh": `for dir in "$root` + NetworkDir + `"/*/; do`,
 	} {
 		if !strings.Contains(f[file], want) {
