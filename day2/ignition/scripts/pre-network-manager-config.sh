@@ -22,7 +22,8 @@ for dir in "$root/etc/assisted/network"/*/; do
   [ -n "$found" ] || continue
   echo "static network configuration: using $dir" >&2
   # logical name -> placeholder -> NIC name, so swapped names cannot collide.
-  to_ph=() to_nic=() names=() nics=()
+  # (sed -e '' is a no-op: every list has one expression.)
+  to_ph=(-e '') to_nic=(-e '') names=() nics=()
   i=0
   while IFS='=' read -r mac name; do
     real="${nic_by_mac[$mac]:-}"
@@ -37,7 +38,12 @@ for dir in "$root/etc/assisted/network"/*/; do
     echo "interface $name is $real (MAC $mac)" >&2
     i=$((i + 1))
   done <"$dir/mac_interface.ini"
-  mkdir -p "$out"
+  # Each profile's name on this machine: the logical NIC name replaced by the
+  # NIC's. A VLAN named <NIC>.<id> that would then pass NetworkManager's 15
+  # characters is cut at the end of the NIC part (enp94s0f0np0.2507 becomes
+  # enp94s0f0n.2507), as assisted-service's script does; its parent stays.
+  declare -A target
+  trim=(-e '')
   for f in "$dir"/*.nmconnection; do
     base=${f##*/}
     stem=${base%.nmconnection}
@@ -47,13 +53,22 @@ for dir in "$root/etc/assisted/network"/*/; do
         break
       fi
     done
-    if [ ${#to_ph[@]} -gt 0 ]; then
-      sed "${to_ph[@]}" "$f" | sed "${to_nic[@]}" >"$out/$stem.nmconnection"
-    else
-      cp "$f" "$out/$stem.nmconnection"
+    if [ ${#stem} -gt 15 ] && [ "${stem#*.}" != "$stem" ]; then
+      rest=${stem#*.}
+      short=${stem%%.*}
+      short=${short:0:$((15 - ${#rest} - 1))}.$rest
+      trim+=(-e "s/=${stem//./\\.}\$/=${short}/")
+      echo "interface name $stem is longer than 15 characters: using $short" >&2
+      stem=$short
     fi
-    chmod 600 "$out/$stem.nmconnection"
-    echo "installed $out/$stem.nmconnection" >&2
+    target[$f]=$stem
+  done
+  mkdir -p "$out"
+  for f in "$dir"/*.nmconnection; do
+    dst="$out/${target[$f]}.nmconnection"
+    sed "${to_ph[@]}" "$f" | sed "${to_nic[@]}" | sed "${trim[@]}" >"$dst"
+    chmod 600 "$dst"
+    echo "installed $dst" >&2
   done
   exit 0
 done
