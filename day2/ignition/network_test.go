@@ -39,9 +39,9 @@ func TestPreNetworkScript_RenamesProfilesByMAC(t *testing.T) {
 		want map[string][]string
 	}{
 		{"predictable names", map[string]string{"ens3": "00:EF:44:21:E6:A5", "ens4": "00:ef:44:21:e6:a6", "lo": "00:00:00:00:00:00"}, map[string][]string{
-			"ens3.nmconnection":     {"id=ens3\n", "interface-name=ens3\n", "address1=192.168.111.90/24\n", "route1=0.0.0.0/0,192.168.111.1\n"},
+			"ens3.nmconnection":     {"id=ens3\n", "interface-name=ens3\n", "address1=192.168.111.90/24\n", "route1=0.0.0.0/0,192.168.111.1,0\nroute1_options=table=254\n"},
 			"ens4.nmconnection":     {"id=ens4\n", "interface-name=ens4\n", "[ipv4]\nmethod=disabled\n"},
-			"ens4.100.nmconnection": {"id=ens4.100\n", "interface-name=ens4.100\n", "parent=ens4\n", "id=100\n", "[ipv4]\nmethod=auto\n"},
+			"ens4.100.nmconnection": {"id=ens4.100\n", "interface-name=ens4.100\n", "parent=ens4\n", "id=100\n", "method=auto\n"},
 		}},
 		{"names swapped", map[string]string{"eth1": "00:ef:44:21:e6:a5", "eth0": "00:ef:44:21:e6:a6"}, map[string][]string{
 			"eth1.nmconnection":     {"id=eth1\n", "interface-name=eth1\n", "address1=192.168.111.90/24\n"},

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"regexp"
-	"strconv"
 	"strings"
 )
 
@@ -36,8 +35,13 @@ type Keyfile struct {
 //   - dns-resolver.config: server, search.
 //
 // The keys are NetworkManager's keyfile settings (nm-settings-keyfile(5),
-// nm-settings-nmcli(5)); like assisted-service's formatNMConnection, every
-// profile gets autoconnect=true and autoconnect-priority=1.
+// nm-settings-nmcli(5)), with the values libnmstate's gen_conf gives the same
+// YAML (nmstate/nmstate @614c66dc, rust/src/lib/nm/settings/: ip.rs for the
+// methods, DHCP and addr-gen-mode, route.rs and nm_dbus/gen_conf/route.rs for
+// routes, wired.rs for MTU and MAC, ../dns.rs for where DNS goes); like
+// assisted-service's formatNMConnection, every profile gets autoconnect=true
+// and autoconnect-priority=1. NetworkManager itself loads and applies them in
+// the test suite (test/e2e, TestAddNodes_NetworkManagerAppliesKeyfiles).
 func (h Host) Keyfiles() ([]Keyfile, error) {
 	if h.NetworkConfig == nil {
 		return nil, nil
@@ -62,14 +66,21 @@ type profile struct {
 }
 
 type ipConf struct {
-	present          bool
+	present          bool // the family is in the YAML
 	enabled          bool
 	dhcp, autoconf   bool
 	addresses        []string
-	routes           []string
+	routes           []route
 	dns, dnsSearch   []string
-	hasDefaultRoute  bool
+	dnsPriority      int
 	hasStaticAddress bool
+}
+
+// route is one keyfile route: routeN=dest,gateway,metric and
+// routeN_options=table=T.
+type route struct {
+	dest, gateway string
+	metric, table int
 }
 
 type kfGen struct {
@@ -236,6 +247,10 @@ func (ic *ipConf) set(c nmIPv6, fam string, w where) error {
 		ic.autoconf = *c.Autoconf
 	}
 	v4 := fam == "ipv4"
+	if !v4 && ic.enabled && ic.autoconf && !ic.dhcp {
+		// libnmstate refuses it (nm/settings/ip.rs gen_nm_ipv6_setting).
+		return fmt.Errorf("%s: ipv6.autoconf without ipv6.dhcp is not supported (nmstate: \"Autoconf without DHCP is not supported yet\"); set ipv6.dhcp: true as well", w.base)
+	}
 	for k, a := range c.Address {
 		parsed := net.ParseIP(a.IP)
 		if parsed == nil || v4 != (parsed.To4() != nil) {
@@ -297,6 +312,11 @@ func (g *kfGen) completeProfiles(skipped map[string]bool) error {
 // configured: the family is given and enabled, or has addresses.
 func (ic ipConf) configured() bool { return ic.present && (ic.enabled || ic.hasStaticAddress) }
 
+// parseRoute adds a route to its next-hop interface's family, as libnmstate
+// writes it: metric 0 and table 254 (main) unless given (nmstate
+// nm/settings/route.rs gen_nm_ip_routes; nm_dbus/gen_conf/route.rs: the table
+// always goes to routeN_options). A table-id of 0 and a metric of -1 mean
+// nmstate's defaults.
 func (g *kfGen) parseRoute(k int, r nmRoute) error {
 	where := fmt.Sprintf("networkConfig.routes.config[%d]", k)
 	ip, ipnet, err := net.ParseCIDR(r.Destination)
@@ -311,75 +331,90 @@ func (g *kfGen) parseRoute(k int, r nmRoute) error {
 	if !ok {
 		return fmt.Errorf("%s: next-hop-interface %q is not an interface in state up of networkConfig.interfaces", where, r.NextHopInterface)
 	}
-	gw := r.NextHopAddress
-	val := ipnet.String()
-	if gw != "" {
+	rt := route{dest: ipnet.String(), gateway: r.NextHopAddress, table: 254}
+	if gw := r.NextHopAddress; gw != "" {
 		g := net.ParseIP(gw)
 		if g == nil || (g.To4() != nil) != (fi == 0) {
 			return fmt.Errorf("%s: next-hop-address %q is not an address of the destination's family", where, gw)
 		}
-		val += "," + gw
 	}
-	if r.Metric != nil {
-		if gw == "" {
-			val += ","
+	if r.Metric != nil && *r.Metric != -1 {
+		if *r.Metric < 0 {
+			return fmt.Errorf("%s: metric %d is negative", where, *r.Metric)
 		}
-		val += "," + strconv.Itoa(*r.Metric)
+		rt.metric = *r.Metric
 	}
-	if r.TableID != nil {
-		val += " table=" + strconv.Itoa(*r.TableID)
+	if r.TableID != nil && *r.TableID != 0 {
+		if *r.TableID < 0 {
+			return fmt.Errorf("%s: table-id %d is negative", where, *r.TableID)
+		}
+		rt.table = *r.TableID
 	}
 	ic := &p.ip[fi]
 	if !ic.present || !ic.enabled {
 		return fmt.Errorf("%s: next-hop-interface %q has %s disabled", where, r.NextHopInterface, []string{"ipv4", "ipv6"}[fi])
 	}
-	ic.routes = append(ic.routes, val)
-	if ones, _ := ipnet.Mask.Size(); ones == 0 && gw != "" {
-		ic.hasDefaultRoute = true
-	}
+	ic.routes = append(ic.routes, rt)
 	return nil
 }
 
+// parseDNS places the DNS configuration as libnmstate does without a running
+// system (nmstate nm/dns.rs store_dns_config_to_iface,
+// store_dns_search_or_option_to_iface; dns.rs is_iface_valid_for_dns): each
+// family's servers go to the first interface, in the order of
+// networkConfig.interfaces, with that family enabled and static (for IPv6:
+// with an address), else to the first with it enabled at all; the search
+// list and priority 40 go with the family of the first server, the other
+// family gets priority 50. A search list without servers goes to the first
+// interface with automatic IPv6, else IPv4, else enabled IPv6, else IPv4.
 func (g *kfGen) parseDNS(c nmDNS) error {
 	servers, search := c.Server, c.Search
 	var byFam [2][]string
+	var pattern string
 	for _, s := range servers {
 		ip := net.ParseIP(s)
 		if ip == nil {
 			return fmt.Errorf("networkConfig.dns-resolver.config.server %q is not an IP address", s)
 		}
+		fam, ch := 1, "6"
 		if ip.To4() != nil {
-			byFam[0] = append(byFam[0], s)
-		} else {
-			byFam[1] = append(byFam[1], s)
+			fam, ch = 0, "4"
+		}
+		byFam[fam] = append(byFam[fam], s)
+		if !strings.HasSuffix(pattern, ch) {
+			pattern += ch
 		}
 	}
-	// DNS goes to the interface holding the family's default gateway, else
-	// to the first interface with a static address of that family; the
-	// search list goes with the IPv4 servers, else with the IPv6 ones.
-	searchDone := len(search) == 0
+	if len(servers) > 2 && (strings.Contains(pattern, "464") || strings.Contains(pattern, "646")) {
+		return fmt.Errorf("networkConfig.dns-resolver.config.server: an IPv4 server between IPv6 servers (or the reverse) is not supported (nmstate: \"Placing IPv4/IPv6 nameserver in the middle of IPv6/IPv4 nameservers is not supported yet\")")
+	}
+	if len(servers) == 0 {
+		if len(search) == 0 {
+			return nil
+		}
+		p, fi := g.searchHolder()
+		if p == nil {
+			return fmt.Errorf("networkConfig.dns-resolver: no interface has IP enabled to hold the search domains %s", strings.Join(search, ", "))
+		}
+		p.ip[fi].dnsSearch, p.ip[fi].dnsPriority = search, 40
+		return nil
+	}
+	preferred := 0
+	if net.ParseIP(servers[0]).To4() == nil {
+		preferred = 1
+	}
 	for fi := range byFam {
 		if len(byFam[fi]) == 0 {
 			continue
 		}
 		p := g.dnsHolder(fi)
 		if p == nil {
-			return fmt.Errorf("networkConfig.dns-resolver: no interface has a static %s address or default route to hold the DNS servers %s", []string{"ipv4", "ipv6"}[fi], strings.Join(byFam[fi], ", "))
+			return fmt.Errorf("networkConfig.dns-resolver: no interface has %s enabled to hold the DNS servers %s", []string{"ipv4", "ipv6"}[fi], strings.Join(byFam[fi], ", "))
 		}
-		p.ip[fi].dns = byFam[fi]
-		if !searchDone {
-			p.ip[fi].dnsSearch, searchDone = search, true
-		}
-	}
-	if !searchDone {
-		for fi := range byFam {
-			if p := g.dnsHolder(fi); p != nil {
-				p.ip[fi].dnsSearch, searchDone = search, true
-				break
-			}
-		}
-		if !searchDone {
-			return fmt.Errorf("networkConfig.dns-resolver: no interface has a static address or default route to hold the search domains %s", strings.Join(search, ", "))
+		ic := &p.ip[fi]
+		ic.dns, ic.dnsPriority = byFam[fi], 50
+		if fi == preferred {
+			ic.dnsSearch, ic.dnsPriority = search, 40
 		}
 	}
 	return nil
@@ -387,14 +422,29 @@ func (g *kfGen) parseDNS(c nmDNS) error {
 
 func (g *kfGen) dnsHolder(fi int) *profile {
 	for _, n := range g.order {
-		if p := g.profiles[n]; p.ip[fi].hasDefaultRoute {
-			return p
+		ic := g.profiles[n].ip[fi]
+		if ic.present && ic.enabled && !ic.dhcp && !ic.autoconf && (fi == 0 || ic.hasStaticAddress) {
+			return g.profiles[n]
 		}
 	}
 	for _, n := range g.order {
-		if p := g.profiles[n]; p.ip[fi].hasStaticAddress {
-			return p
+		if ic := g.profiles[n].ip[fi]; ic.present && ic.enabled {
+			return g.profiles[n]
 		}
 	}
 	return nil
+}
+
+func (g *kfGen) searchHolder() (*profile, int) {
+	for _, auto := range []bool{true, false} {
+		for _, n := range g.order {
+			p := g.profiles[n]
+			for _, fi := range []int{1, 0} {
+				if ic := p.ip[fi]; ic.present && ic.enabled && (!auto || ic.dhcp || ic.autoconf) {
+					return p, fi
+				}
+			}
+		}
+	}
+	return nil, 0
 }
