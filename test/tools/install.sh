@@ -61,7 +61,8 @@ run() {
 # postgres, psql, pg_dump, pg_restore: tests, demo, bench), docker-registry
 # (tests, demo, bench), xorriso/cpio/xz (ISO fixtures, day-2 tests, bench), zstd
 # and tar (bench reference pipeline), htpasswd, getfattr, openssl, git (dist),
-# debootstrap and systemd-nspawn (the NetworkManager root and its container)
+# debootstrap and systemd-nspawn (the NetworkManager root and its container),
+# dnsmasq (DHCP and router advertisements on its private network)
 # and the linter of make lint, shellcheck.
 install_apt() {
   local missing=() want
@@ -69,7 +70,7 @@ install_apt() {
   for want in /usr/lib/postgresql/15/bin/initdb:postgresql psql:postgresql-client pg_dump:postgresql-client \
       docker-registry:docker-registry skopeo:skopeo xorriso:xorriso cpio:cpio xz:xz-utils zstd:zstd tar:tar \
       htpasswd:apache2-utils getfattr:attr openssl:openssl git:git flock:util-linux \
-      debootstrap:debootstrap systemd-nspawn:systemd-container shellcheck:shellcheck; do
+      debootstrap:debootstrap systemd-nspawn:systemd-container dnsmasq:dnsmasq-base shellcheck:shellcheck; do
     command -v "${want%%:*}" >/dev/null 2>&1 || missing+=("${want#*:}")
   done
   if [ ${#missing[@]} -eq 0 ]; then
