@@ -88,7 +88,10 @@ type kfGen struct {
 	profiles map[string]*profile
 }
 
-var ifaceNameRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,15}$`)
+// ifaceNameRE: what NetworkManager takes as an interface name (1 to 15
+// characters; nmcli --offline refuses "eth0:1": "interface name contains an
+// invalid character"), "." and ".." excepted below.
+var ifaceNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
 
 func (g *kfGen) get(name string) *profile {
 	p, ok := g.profiles[name]
@@ -139,8 +142,8 @@ func (g *kfGen) parseInterface(j int, raw any, skipped map[string]bool) error {
 		return fmt.Errorf("networkConfig.interfaces[%d] must be a mapping", j)
 	}
 	name, _ := m["name"].(string)
-	if !ifaceNameRE.MatchString(name) {
-		return fmt.Errorf("networkConfig.interfaces[%d]: name %q is not an interface name (1 to 15 letters, digits, '.', '-', '_', ':')", j, name)
+	if !ifaceNameRE.MatchString(name) || name == "." || name == ".." {
+		return fmt.Errorf("networkConfig.interfaces[%d]: name %q is not an interface name (1 to 15 letters, digits, '.', '-', '_')", j, name)
 	}
 	w := where{fmt.Sprintf("networkConfig interface %q", name), ": "}
 	var it nmInterface
@@ -215,10 +218,9 @@ func (g *kfGen) bond(p *profile, la *nmBonding, w where) error {
 	if la == nil || la.Mode == "" {
 		return fmt.Errorf("%s: link-aggregation.mode is required", w.base)
 	}
-	p.bondMode = la.Mode
-	p.bondOpts = map[string]string{}
-	for k, v := range la.Options {
-		p.bondOpts[k] = v
+	var err error
+	if p.bondMode, p.bondOpts, err = bondOptions(string(la.Mode), la.Options, w); err != nil {
+		return err
 	}
 	for _, port := range la.Port {
 		if !ifaceNameRE.MatchString(port) {

@@ -160,6 +160,17 @@ func TestKeyfiles_UnsupportedIsABuildError(t *testing.T) {
 		// nmstate ip.rs gen_nm_ipv6_setting: "Autoconf without DHCP is not supported yet".
 		{"ipv6 autoconf without dhcp", "interfaces:\n- {name: eth0, type: ethernet, state: up, ipv6: {enabled: true, autoconf: true, dhcp: false}}\n",
 			`networkConfig interface "eth0": ipv6.autoconf without ipv6.dhcp is not supported`},
+		// NetworkManager refuses it: "interface name contains an invalid character".
+		{"colon in a name", "interfaces:\n- {name: 'eth0:1', type: ethernet, state: up}\n",
+			`networkConfig.interfaces[0]: name "eth0:1" is not an interface name`},
+		// nmstate ifaces/bond.rs BondOptions (deny_unknown_fields).
+		{"unknown bond option", "interfaces:\n- {name: bond0, type: bond, state: up, link-aggregation: {mode: active-backup, port: [eth0], options: {miimonn: 100}}}\n",
+			`link-aggregation.options.miimonn is not a bond option nmstate knows`},
+		// NetworkManager 1.42: "'lacp_rate' option is only valid with mode '802.3ad'".
+		{"bond option of another mode", "interfaces:\n- {name: bond0, type: bond, state: up, link-aggregation: {mode: active-backup, port: [eth0], options: {lacp_rate: fast}}}\n",
+			`bond mode active-backup: option lacp_rate applies to mode 802.3ad only`},
+		{"bond mode", "interfaces:\n- {name: bond0, type: bond, state: up, link-aggregation: {mode: lacp, port: [eth0]}}\n",
+			`link-aggregation.mode "lacp" is not a bond mode`},
 		// nmstate nm/dns.rs is_mixed_dns_servers.
 		{"ipv4 server between ipv6 servers", "interfaces:\n- {name: eth0, type: ethernet, state: up, ipv4: {enabled: true, address: [{ip: 10.0.0.2, prefix-length: 24}]}, ipv6: {enabled: true, address: [{ip: '2001:db8::2', prefix-length: 64}]}}\ndns-resolver:\n  config: {server: ['2001:db8::53', 10.0.0.53, '2001:db8::54']}\n",
 			`an IPv4 server between IPv6 servers (or the reverse) is not supported`},
@@ -197,11 +208,14 @@ func TestKeyfiles_StrictDecoding(t *testing.T) {
 			}
 		})
 	}
-	kfs, err := hostWith(t, "interfaces:\n- {name: bond0, type: bond, state: up, link-aggregation: {mode: 802.3ad, port: [eth0], options: {miimon: 1000000, lacp_rate: fast, xmit_hash_policy: layer3+4}}}\n", nic).Keyfiles()
+	// Numeric aliases of modes and enumerations are written by name, booleans
+	// as 0/1 (nmstate ifaces/bond.rs BondMode and BondLacpRate aliases,
+	// nm/settings/bond.rs).
+	kfs, err := hostWith(t, "interfaces:\n- {name: bond0, type: bond, state: up, link-aggregation: {mode: 4, port: [eth0], options: {miimon: 1000000, lacp_rate: 1, xmit_hash_policy: layer3+4, use_carrier: true}}}\n", nic).Keyfiles()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "[bond]\nmode=802.3ad\nlacp_rate=fast\nmiimon=1000000\nxmit_hash_policy=layer3+4\n"; !strings.Contains(string(kfs[0].Content), want) {
+	if want := "[bond]\nmode=802.3ad\nlacp_rate=fast\nmiimon=1000000\nuse_carrier=1\nxmit_hash_policy=layer3+4\n"; !strings.Contains(string(kfs[0].Content), want) {
 		t.Fatalf("bond0:\n%s\nlacks\n%s", kfs[0].Content, want)
 	}
 }

@@ -40,7 +40,7 @@ type nmVLAN struct {
 }
 
 type nmBonding struct {
-	Mode    string            `json:"mode"`
+	Mode    scalar            `json:"mode"`
 	Port    []string          `json:"port"`
 	Options map[string]string `json:"options"`
 }
@@ -83,6 +83,12 @@ type nmDNS struct {
 	Server []string `json:"server"`
 	Search []string `json:"search"`
 }
+
+// scalar is a string that may be written as a number too (nmstate reads bond
+// modes through NumberAsString: mode 4 is 802.3ad).
+type scalar string
+
+var scalarType = reflect.TypeOf(scalar(""))
 
 // where names a place in the nmstate for messages: base, then sep and the
 // path below it ("networkConfig" "." "routes.config[0]"; `networkConfig
@@ -146,6 +152,14 @@ func decodeValue(in any, v reflect.Value, w where, path string) error {
 		}
 		v.Set(reflect.ValueOf(out))
 	case reflect.String:
+		if v.Type() == scalarType && in != nil {
+			str, err := scalarString(in)
+			if err != nil {
+				return fmt.Errorf("%s %v", w.at(path), err)
+			}
+			v.SetString(str)
+			return nil
+		}
 		s, ok := in.(string)
 		if !ok && in != nil {
 			return fmt.Errorf("%s must be a string, not %v", w.at(path), in)

@@ -191,7 +191,8 @@ var nmCorpus = []nmShape{
 		},
 	},
 	{
-		// A bond of two NICs with a MAC and jumbo frames, a VLAN on top.
+		// A bond of two NICs with a MAC and jumbo frames, a VLAN with an MTU
+		// of its own on top.
 		name: "bond with vlan",
 		host: `- hostname: nm-bond
   role: worker
@@ -209,6 +210,7 @@ var nmCorpus = []nmShape{
     - name: bond0.20
       type: vlan
       state: up
+      mtu: 8000
       vlan: {base-iface: bond0, id: 20}
       ipv4: {enabled: true, address: [{ip: 192.0.2.20, prefix-length: 24}]}
 `,
@@ -220,7 +222,7 @@ var nmCorpus = []nmShape{
 			for _, port := range []string{"ens6", "ens7"} {
 				j.settings(port, map[string]string{"connection.interface-name": port, "connection.master": "bond0", "connection.slave-type": "bond"})
 			}
-			j.settings("bond0.20", map[string]string{"vlan.id": "20", "vlan.parent": "bond0", "ipv4.addresses": "192.0.2.20/24"})
+			j.settings("bond0.20", map[string]string{"vlan.id": "20", "vlan.parent": "bond0", "ipv4.addresses": "192.0.2.20/24", "802-3-ethernet.mtu": "8000"})
 			if j.bond {
 				j.connected("bond0", "ens6", "ens7")
 				j.mtu("bond0", 9000)
