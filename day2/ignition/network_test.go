@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-assisted/kubectl-assisted/day2/clusterinfo"
 	"github.com/kubectl-assisted/kubectl-assisted/day2/nodesconfig"
 )
 
@@ -304,4 +305,28 @@ func keys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// With a cluster proxy, every unit gets it (systemd DefaultEnvironment); the
+// host's own assisted-service at 127.0.0.1 must not be reached through it:
+// the release-4.18 rehearsal's wait-for-assisted-service.sh waited forever
+// with the cluster's noProxy alone (the installer adds its rendezvous IP to
+// NO_PROXY for the same reason, openshift/installer PR #9083).
+func TestProxyDropInSparesTheLocalService(t *testing.T) {
+	for _, tc := range []struct{ noProxy, want string }{
+		{".cluster.local,192.168.111.0/24", `"NO_PROXY=.cluster.local,192.168.111.0/24,127.0.0.1,localhost" "no_proxy=.cluster.local,192.168.111.0/24,127.0.0.1,localhost"`},
+		{"", `"NO_PROXY=127.0.0.1,localhost"`},
+		{"localhost,127.0.0.1,.svc", `"NO_PROXY=localhost,127.0.0.1,.svc"`},
+	} {
+		in := testInput(t, "4.19.7")
+		in.Cluster.Proxy = &clusterinfo.Proxy{HTTPProxy: "http://proxy.example.com:3128", HTTPSProxy: "http://proxy.example.com:3128", NoProxy: tc.noProxy}
+		got := files(t, render(t, in))[ProxyDropIn]
+		if !strings.Contains(got, tc.want) || !strings.Contains(got, `"HTTPS_PROXY=http://proxy.example.com:3128"`) {
+			t.Errorf("noProxy %q:\n%s\nwant %s", tc.noProxy, got, tc.want)
+		}
+	}
+	in := testInput(t, "4.19.7")
+	if _, ok := files(t, render(t, in))[ProxyDropIn]; ok {
+		t.Error("a drop-in without a cluster proxy")
+	}
 }
