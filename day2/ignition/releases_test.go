@@ -172,4 +172,6 @@ func passedEnv(line string) map[string]string {
 	return m
 }
 
-func (f releaseFacts) String() string { return fmt.Sprintf("%s (%s, %s)", f.Release, f.AssistedService, f.Agent) }
+func (f releaseFacts) String() string {
+	return fmt.Sprintf("%s (%s, %s)", f.Release, f.AssistedService, f.Agent)
+}
