@@ -34,6 +34,7 @@ type Registry struct {
 	// Dir is where the registry stores blobs (docker-registry only).
 	Dir  string
 	proc *Process
+	stop func()
 }
 
 // Ref returns HOST:PORT/repo:tag.
@@ -44,19 +45,31 @@ func (r *Registry) Stop() {
 	if r.proc != nil {
 		r.proc.Stop(10 * time.Second)
 	}
+	if r.stop != nil {
+		r.stop()
+	}
 }
 
 // StartInProcessRegistry serves olareg (in memory, OCI 1.1 with referrers) over
 // plain HTTP on loopback; stopped when t ends.
 func StartInProcessRegistry(t testing.TB) *Registry {
 	t.Helper()
+	r, err := startOlareg()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// startOlareg serves olareg in memory over plain HTTP on loopback until Stop.
+func startOlareg() (*Registry, error) {
 	reg := olareg.New(config.Config{Storage: config.ConfigStorage{StoreType: config.StoreMem}})
 	srv := httptest.NewServer(reg)
-	t.Cleanup(func() {
+	return &Registry{Host: srv.Listener.Addr().String(), PlainHTTP: true, stop: func() {
 		srv.Close()
 		_ = reg.Close()
-	})
-	return &Registry{Host: srv.Listener.Addr().String(), PlainHTTP: true}
+	}}, nil
 }
 
 // DockerRegistryOptions selects TLS and basic auth for Debian's docker-registry.

@@ -60,14 +60,22 @@ run() {
 # install_apt installs the Debian packages the targets run: PostgreSQL (initdb,
 # postgres, psql, pg_dump, pg_restore: tests, demo, bench), docker-registry
 # (tests, demo, bench), xorriso/cpio/xz (ISO fixtures, day-2 tests, bench), zstd
-# and tar (bench reference pipeline), htpasswd, getfattr, openssl, git (dist).
+# and tar (bench reference pipeline), htpasswd, getfattr, openssl, git (dist);
+# containerd, runc and the CNI plugins for the test node's kubelet
+# (test/harness/node.go), nss_wrapper for the PostgreSQL images it runs (any
+# UID, as sclorg's images do it), iproute2 and iptables for the pod network.
 install_apt() {
   local missing=() want
   # binary:package pairs
   for want in /usr/lib/postgresql/15/bin/initdb:postgresql psql:postgresql-client pg_dump:postgresql-client \
       docker-registry:docker-registry skopeo:skopeo xorriso:xorriso cpio:cpio xz:xz-utils zstd:zstd tar:tar \
-      htpasswd:apache2-utils getfattr:attr openssl:openssl git:git flock:util-linux; do
-    command -v "${want%%:*}" >/dev/null 2>&1 || missing+=("${want#*:}")
+      htpasswd:apache2-utils getfattr:attr openssl:openssl git:git flock:util-linux \
+      containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins \
+      /usr/lib/x86_64-linux-gnu/libnss_wrapper.so:libnss-wrapper ip:iproute2 iptables:iptables; do
+    case ${want%%:*} in
+      /*) [ -e "${want%%:*}" ] || missing+=("${want#*:}") ;;
+      *) command -v "${want%%:*}" >/dev/null 2>&1 || missing+=("${want#*:}") ;;
+    esac
   done
   if [ ${#missing[@]} -eq 0 ]; then
     log "Debian packages: all present"
@@ -99,7 +107,10 @@ go_install() {
 # KUBE_VERSION (its staging modules replaced by their published versions).
 kube_module() {
   local mod=$CACHE/build/kube-$KUBE_VERSION
-  if [ "$(cat "$mod/.done" 2>/dev/null)" = "$KUBE_VERSION" ]; then
+  # The stamp names the commands tools.go imports: a module made for fewer
+  # of them lacks go.sum lines for the others.
+  local stamp="$KUBE_VERSION apiserver kubectl kubelet controller-manager scheduler proxy"
+  if [ "$(cat "$mod/.done" 2>/dev/null)" = "$stamp" ]; then
     echo "$mod"
     return
   fi
@@ -118,13 +129,14 @@ kube_module() {
       while read -r m; do echo "  $m => $m v0.$minor"; done
     echo ")"
   } >"$mod/go.mod"
-  printf 'package tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' >"$mod/tools.go"
+  printf 'package tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n\t_ "k8s.io/kubernetes/cmd/kubelet"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n\t_ "k8s.io/kubernetes/cmd/kube-scheduler"\n\t_ "k8s.io/kubernetes/cmd/kube-proxy"\n)\n' >"$mod/tools.go"
   (cd "$mod" && run kube-apiserver go mod tidy)
-  echo "$KUBE_VERSION" >"$mod/.done"
+  echo "$stamp" >"$mod/.done"
   echo "$mod"
 }
 
-# build_kube NAME: kube-apiserver or kubectl at KUBE_VERSION.
+# build_kube NAME: a command of k8s.io/kubernetes (kube-apiserver, kubectl,
+# kubelet, ...) at KUBE_VERSION.
 build_kube() {
   local name=$1
   local dest=$CACHE/versions/$name-$KUBE_VERSION
@@ -216,6 +228,12 @@ install_go() {
     build_etcd
     build_kube kube-apiserver
     build_kube kubectl
+    # The test cluster with a node (test/harness/node.go): where the restore
+    # Job and the operator's pods really run.
+    build_kube kubelet
+    build_kube kube-controller-manager
+    build_kube kube-scheduler
+    build_kube kube-proxy
     go_install oras "$ORAS_VERSION" "oras.land/oras/cmd/oras@$ORAS_VERSION"
     go_install krew "$KREW_VERSION" "sigs.k8s.io/krew/cmd/krew@$KREW_VERSION"
     go_install validate-krew-manifest "$KREW_VERSION" "sigs.k8s.io/krew/cmd/validate-krew-manifest@$KREW_VERSION"
