@@ -109,10 +109,10 @@ func postgresPod(image string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: "postgres"},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{
-				Name:  "postgres",
-				Image: image,
-				Ports: []corev1.ContainerPort{{Name: "postgres", ContainerPort: 5432}},
-				Env:   []corev1.EnvVar{env("POSTGRESQL_DATABASE", "db.name"), env("POSTGRESQL_USER", "db.user"), env("POSTGRESQL_PASSWORD", "db.password")},
+				Name:         "postgres",
+				Image:        image,
+				Ports:        []corev1.ContainerPort{{Name: "postgres", ContainerPort: 5432}},
+				Env:          []corev1.EnvVar{env("POSTGRESQL_DATABASE", "db.name"), env("POSTGRESQL_USER", "db.user"), env("POSTGRESQL_PASSWORD", "db.password")},
 				VolumeMounts: []corev1.VolumeMount{{Name: "postgresdb", MountPath: "/var/lib/pgsql/data"}},
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"pg_isready", "-h", "127.0.0.1"}}},
 					PeriodSeconds: 1},

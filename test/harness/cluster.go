@@ -661,7 +661,9 @@ func (c *Cluster) LocalVolumes(t testing.TB, class string, sizes ...string) []st
 			_ = os.RemoveAll(dir)
 		})
 	}
-	t.Cleanup(func() { _ = cs.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
+	})
 	return names
 }
 

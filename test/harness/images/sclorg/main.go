@@ -21,7 +21,7 @@
 //     major is refused ("Incompatible data directory", try_pgupgrade) unless
 //     an upgrade is asked for, which these images do not offer;
 //   - the password is set on every start (start/set_passwords.sh);
-//   - the server first runs without TCP (pg_ctl start -o "-h ''") for that
+//   - the server first runs without TCP (pg_ctl start -o "-h ”") for that
 //     setup, is stopped, and then PostgreSQL replaces the script (exec
 //     postgres), listening on '*' (openshift-custom-postgresql.conf.template),
 //     so that SIGTERM reaches it.
