@@ -37,7 +37,10 @@ E2E_PACKAGES ?= 4
 # with them the day-2 and signature tests (sequential, ~65 s alone), which
 # would otherwise lengthen the main process's chain of sequential tests (~200 s
 # alone, the longest path of make test) while this one finishes early.
-E2E_APART    ?= TestPostgresMajors|TestDist|TestHostileSQL_RefusedEverywhere|TestAddNodes.*|TestHostileSign_.*
+# The tests on the test cluster's node (TestCluster_*, TestJobMode_*) run
+# there too: the node is one per machine (its kube-proxy owns the host's
+# KUBE-* rules), and they run one after another in that process.
+E2E_APART    ?= TestPostgresMajors|TestDist|TestHostileSQL_RefusedEverywhere|TestAddNodes.*|TestHostileSign_.*|TestCluster_.*|TestJobMode_.*
 FUZZ_TIME   ?= 10s
 # Targets that compile PostgreSQL's grammar (wasm) before their first input
 # spend 5-15 s (more on a loaded machine) of a coverage-instrumented process on

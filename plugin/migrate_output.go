@@ -28,12 +28,16 @@ printed as it runs:
                 The flags that say what goes into the bundle are bundle create's,
                 with the same defaults (an encrypted push spools to --spool-dir
                 so that a rerun resumes it; --no-spool streams)
-  3 restore     directly into --target-db and --target-data-dir when node 0 can
-                reach them (the same restore as the 'restore' command, run in this
-                process), or by applying a restore Job on cluster 0
-                (--restore-image; its PVCs sized like --agent-service-config; the
-                identity goes into a Secret there, the only place it ever leaves
-                node 0)
+  3 restore     on a real install: a restore Job on cluster 0, fitted to its
+                infrastructure operator (found by the preflight): PostgreSQL from
+                the operator's DATABASE_IMAGE, the PVCs exactly as the
+                AgentServiceConfig specifies them, placed where the operator
+                places assisted-service; it runs this very binary, pushed as an
+                image beside the bundle (--restore-image overrides); the identity
+                goes into a Secret there, the only place it ever leaves node 0.
+                Or directly into --target-db and --target-data-dir when node 0
+                can reach them (the same restore as the 'restore' command, run in
+                this process)
   4 wait        until cluster 0 holds the receipt of exactly this bundle
   5 service     only now: the AgentServiceConfig (--agent-service-config), so the
                 operator starts assisted-service on the restored data
@@ -45,17 +49,18 @@ Rerunning the same command continues where the last run stopped (the state is in
 13 restore, 14 wait, 15 service, 16 switchover; 2 is a usage error.`
 
 const migrateExample = `
-  # Everything reachable from node 0: restore directly, then hand over
+  # On node 0 of a real install: restore with a Job on cluster 0, then hand over
   %[1]s assisted migrate --to registry.example.com:5000/assisted/node0:v1 \
       --db-env-file /etc/assisted/assisted-service.env --data-dir /var/lib/assisted/data \
       --target-kubeconfig /etc/kubernetes/cluster0.kubeconfig -n multicluster-engine \
-      --target-db postgres://admin@10.0.0.5:5432/installer --target-data-dir /mnt/assisted-data \
       --agent-service-config asc.yaml --service-url https://assisted-service-multicluster-engine.apps.c0.example.com
 
-  # Restore with a Job on cluster 0
+  # Cluster 0's database and storage reachable from node 0: restore directly
   %[1]s assisted migrate --to registry.example.com:5000/assisted/node0:v1 \
-      --db-env-file /etc/assisted/assisted-service.env --target-kubeconfig cluster0.kubeconfig \
-      --restore-image quay.io/example/kubectl-assisted:v0.1.0 --agent-service-config asc.yaml
+      --db-env-file /etc/assisted/assisted-service.env --data-dir /var/lib/assisted/data \
+      --target-kubeconfig cluster0.kubeconfig \
+      --target-db postgres://admin@10.0.0.5:5432/installer --target-data-dir /mnt/assisted-data \
+      --agent-service-config asc.yaml
 
   # Continue after a failure or a reboot of the shell: the same command again
   %[1]s assisted migrate --to registry.example.com:5000/assisted/node0:v1 ...`

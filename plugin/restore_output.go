@@ -65,6 +65,8 @@ func restoreError(err error) error {
 		return clierr.New(err, "Check --kubeconfig and --context, and that cluster 0's API server answers from here; then run the same command again.", clierr.ExitRestoreCluster)
 	case errors.As(err, &missing):
 		return clierr.New(err, "", clierr.ExitRestoreCluster)
+	case errors.Is(err, pg.ErrWrongMajor):
+		return clierr.New(err, "Restore into a database of the major cluster 0's assisted-service runs (its operator's DATABASE_IMAGE); migrate's restore Job does this by itself.", clierr.ExitRestoreWrongPostgres)
 	case errors.Is(err, pg.ErrOlderTarget):
 		return clierr.New(err, "Restore into a database on the bundle's PostgreSQL major or a newer one (docs/postgresql.md lists which release runs which).", clierr.ExitRestoreOlderPostgres)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kubectl-assisted/kubectl-assisted/restore"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/job"
 )
 
 // Step names, in order. A failing step is reported as a *StepError with its
@@ -49,6 +50,10 @@ type migration struct {
 	o      Options
 	state  *State
 	dryRun bool
+	// operator is cluster 0's infrastructure operator (job mode; the
+	// preflight finds it), databaseMajor its PostgreSQL major (0: unknown).
+	operator      *job.Operator
+	databaseMajor int
 }
 
 func (m *migration) event(e Event) {
@@ -197,8 +202,12 @@ func DryRun(ctx context.Context, o Options) (*Plan, error) {
 	}
 	restoreDo := "restore directly into the target database and " + o.TargetDataDir + " (in process)"
 	if !o.Direct() {
-		restoreDo = fmt.Sprintf("apply a restore Job in %s running %s (PVCs %s and %s)", o.Namespace, o.RestoreImage,
-			o.AgentServiceConfig.DatabaseSize.String(), o.AgentServiceConfig.FilesystemSize.String())
+		image := o.RestoreImage
+		if image == "" {
+			image = "this kubectl-assisted, pushed as an image beside the bundle"
+		}
+		restoreDo = fmt.Sprintf("apply a restore Job in %s running %s with PostgreSQL from %s (PVCs %s and %s as the AgentServiceConfig specifies them)", o.Namespace, image,
+			m.sidecarImage(), o.AgentServiceConfig.DatabaseSize.String(), o.AgentServiceConfig.FilesystemSize.String())
 	}
 	keys := "a key pair generated for this run, kept in " + o.StateDir
 	if len(o.Create.Recipients) > 0 {

@@ -423,7 +423,7 @@ state = %q
     conf_dir = %q
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = %q
-`, filepath.Join(c.dir, "containerd"), filepath.Join(c.dir, "containerd-state"), c.socket, sandboxImage, cniConf, c.certsDir)
+`, filepath.Join(c.dir, "containerd"), filepath.Join(c.dir, "containerd-state"), c.socket, SandboxImage, cniConf, c.certsDir)
 	path := filepath.Join(c.dir, "containerd.toml")
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		return err
@@ -440,8 +440,9 @@ state = %q
 	})
 }
 
-// sandboxImage is the pods' sandbox (pause) image: test/harness/images/pause.
-const sandboxImage = "kat.local/pause:1"
+// SandboxImage is the pods' sandbox (pause) image, test/harness/images/pause,
+// imported into the node's containerd: a pod that only has to run can run it.
+const SandboxImage = "kat.local/pause:1"
 
 func (c *Cluster) importSandboxImage(ctr string) error {
 	bin, err := buildTestCommand("harness/images/pause", "pause")
@@ -453,11 +454,11 @@ func (c *Cluster) importSandboxImage(ctr string) error {
 		return err
 	}
 	tarball := filepath.Join(c.dir, "pause.tar")
-	if err := img.WriteArchive(tarball, sandboxImage); err != nil {
+	if err := img.WriteArchive(tarball, SandboxImage); err != nil {
 		return err
 	}
-	if out, err := exec.Command(ctr, "--address", c.socket, "-n", "k8s.io", "images", "import", "--index-name", sandboxImage, tarball).CombinedOutput(); err != nil {
-		return fmt.Errorf("ctr images import %s: %v %s", sandboxImage, err, out)
+	if out, err := exec.Command(ctr, "--address", c.socket, "-n", "k8s.io", "images", "import", "--index-name", SandboxImage, tarball).CombinedOutput(); err != nil {
+		return fmt.Errorf("ctr images import %s: %v %s", SandboxImage, err, out)
 	}
 	return nil
 }

@@ -165,3 +165,30 @@ func buildTestCommand(pkg, name string) (string, error) {
 	}
 	return out, nil
 }
+
+var (
+	checkerOnce sync.Once
+	checkerImg  *Image
+	checkerErr  error
+)
+
+// CheckerImage is test/harness/images/checker as an image (built once per
+// process), running as the restore image's user.
+func CheckerImage() (*Image, error) {
+	checkerOnce.Do(func() {
+		bin, err := buildTestCommand("harness/images/checker", "checker")
+		if err != nil {
+			checkerErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "kat-checker-")
+		if err != nil {
+			checkerErr = err
+			return
+		}
+		AtExit(func() { _ = os.RemoveAll(dir) })
+		checkerImg, checkerErr = BuildImage(dir, ImageConfig{Entrypoint: []string{"/checker"}, User: "1001"},
+			[]ImageFile{{Path: "/checker", Mode: 0o755, Source: bin}})
+	})
+	return checkerImg, checkerErr
+}

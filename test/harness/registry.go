@@ -76,6 +76,9 @@ func startOlareg() (*Registry, error) {
 type DockerRegistryOptions struct {
 	TLS  bool
 	Auth bool
+	// IP is the address to listen on (127.0.0.1); NodeIP makes it
+	// reachable from the test cluster's pods too.
+	IP string
 }
 
 // StartDockerRegistry runs Debian's docker-registry (distribution 2.8) on a free
@@ -88,7 +91,11 @@ func StartDockerRegistry(t testing.TB, opts DockerRegistryOptions) *Registry {
 		Unavailable(t, "docker-registry (Debian package docker-registry)", err)
 	}
 	dir := t.TempDir()
-	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), PlainHTTP: !opts.TLS, Dir: filepath.Join(dir, "storage")}
+	ip := opts.IP
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
+	r := &Registry{Host: fmt.Sprintf("%s:%d", ip, FreePort(t)), PlainHTTP: !opts.TLS, Dir: filepath.Join(dir, "storage")}
 	cfg := fmt.Sprintf("version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n", r.Dir, r.Host)
 	var certs *CertPair
 	if opts.TLS {

@@ -1,0 +1,398 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-assisted/kubectl-assisted/restore/job"
+	"github.com/kubectl-assisted/kubectl-assisted/test/checks"
+	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
+)
+
+// jobSites is node 0 (migrateSites' database, data dir and manifests) and
+// cluster 0 as the test cluster with a real node: its API, an
+// infrastructure operator (a Deployment shaped like the operator's, with its
+// DATABASE_IMAGE), local volumes in a storage class of the test's own, and
+// a registry with TLS and basic auth that the node trusts, on the node's
+// address so that the Job's pod reaches it too.
+type jobSites struct {
+	*migrateSites
+	c        *harness.Cluster
+	class    string
+	major    int
+	registry *harness.Registry
+	taint    corev1.Taint
+	ascFile  string
+}
+
+// operatorImage stands in for the operator's own image: the operator pod
+// only has to exist and run (migrate reads its placement).
+const operatorImage = harness.SandboxImage
+
+func newJobSites(t *testing.T, major int, fsAccess corev1.PersistentVolumeAccessMode) *jobSites {
+	t.Helper()
+	c := harness.SharedCluster(t)
+	s := &jobSites{migrateSites: newMigrateSitesOn(t, c.Kube, false), c: c, major: major}
+	s.registry = harness.StartDockerRegistry(t, harness.DockerRegistryOptions{TLS: true, Auth: true, IP: harness.NodeIP})
+	c.TrustRegistry(t, s.registry)
+	img, err := harness.PostgresImage(major)
+	if err != nil {
+		harness.Unavailable(t, fmt.Sprintf("PostgreSQL %d image", major), err)
+	}
+	c.MirrorImage(t, harness.OperatorDatabaseImage(major), img)
+	s.class = "kat-" + s.ns
+	c.LocalVolumes(t, s.class, "2Gi", "2Gi")
+
+	// The operator's placement: a toleration for a taint of this test's
+	// own, which keeps every pod without it off the node while it lasts.
+	s.taint = corev1.Taint{Key: "kubectl-assisted.io/test-" + s.ns, Value: "infra", Effect: corev1.TaintEffectNoSchedule}
+	s.startOperator(t)
+	s.setTaint(t, true)
+	t.Cleanup(func() { s.setTaint(t, false) })
+
+	s.ascFile = filepath.Join(t.TempDir(), "asc.yaml")
+	asc := fmt.Sprintf(`apiVersion: agent-install.openshift.io/v1beta1
+kind: AgentServiceConfig
+metadata:
+  name: agent
+spec:
+  databaseStorage:
+    storageClassName: %[1]s
+    accessModes: [ReadWriteOnce]
+    resources: {requests: {storage: 1Gi}}
+  filesystemStorage:
+    storageClassName: %[1]s
+    accessModes: [%[2]s]
+    resources: {requests: {storage: 1500Mi}}
+`, s.class, fsAccess)
+	if err := os.WriteFile(s.ascFile, []byte(asc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// startOperator runs a Deployment the way the infrastructure operator is
+// deployed (openshift/assisted-service release-4.19 config/manager/manager.yaml:
+// Deployment infrastructure-operator, container manager with DATABASE_IMAGE,
+// NAMESPACE and POD_NAME from the downward API), tolerating the test's taint
+// and selecting the node by name, and waits for its pod to run.
+func (s *jobSites) startOperator(t *testing.T) {
+	t.Helper()
+	cs := s.kube.Clientset(t)
+	ctx := context.Background()
+	labels := map[string]string{"control-plane": "infrastructure-operator"}
+	one := int32(1)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "infrastructure-operator", Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"kubernetes.io/hostname": harness.NodeName},
+					Tolerations:  []corev1.Toleration{{Key: s.taint.Key, Operator: corev1.TolerationOpEqual, Value: s.taint.Value, Effect: s.taint.Effect}},
+					Containers: []corev1.Container{{
+						Name: "manager", Image: operatorImage,
+						Env: []corev1.EnvVar{
+							{Name: "DATABASE_IMAGE", Value: harness.OperatorDatabaseImage(s.major)},
+							{Name: "NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+							{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+						},
+					}},
+				},
+			},
+		},
+	}
+	if _, err := cs.AppsV1().Deployments(s.ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 2*time.Minute, "the operator's pod running", func() (bool, string) {
+		pods, err := cs.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=infrastructure-operator"})
+		if err != nil || len(pods.Items) == 0 {
+			return false, fmt.Sprint(err)
+		}
+		return pods.Items[0].Status.Phase == corev1.PodRunning, string(pods.Items[0].Status.Phase) + "\n" + s.c.Describe(t, s.ns)
+	})
+}
+
+// setTaint adds or removes the test's taint on the node.
+func (s *jobSites) setTaint(t *testing.T, on bool) {
+	t.Helper()
+	cs := s.kube.Clientset(t)
+	ctx := context.Background()
+	for i := 0; i < 10; i++ {
+		n, err := cs.CoreV1().Nodes().Get(ctx, harness.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var taints []corev1.Taint
+		for _, tt := range n.Spec.Taints {
+			if tt.Key != s.taint.Key {
+				taints = append(taints, tt)
+			}
+		}
+		if on {
+			taints = append(taints, s.taint)
+		}
+		n.Spec.Taints = taints
+		if _, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err == nil {
+			return
+		}
+	}
+	t.Fatalf("could not set the node's taints")
+}
+
+func (s *jobSites) args(extra ...string) []string {
+	return append([]string{"migrate", "--to", s.registry.Ref("assisted/node0", "v1"),
+		"--registry-config", s.registry.AuthFile, "--ca-file", s.registry.CAFile,
+		"--db", s.node0DB.URL, "--data-dir", s.dataDir, "--manifests-dir", s.manifests,
+		"--target-kubeconfig", s.kubeconfig, "-n", s.ns,
+		"--namespace-mapping", "cluster0=" + s.crNS,
+		"--agent-service-config", s.ascFile,
+		"--service-url", s.serviceURL, "--controller-namespace", s.ctrlNS,
+		"--state-dir", s.stateDir, "--no-progress", "--timeout", "5m"}, extra...)
+}
+
+// operatorPod is the pod of the Deployment the operator creates for
+// assisted-service (newAssistedServiceDeployment, release-4.19
+// agentserviceconfig_controller.go): its postgres container as the operator
+// writes it (DATABASE_IMAGE, POSTGRESQL_* from the postgres Secret, the
+// postgres PVC at /var/lib/pgsql/data, requests 100m/400Mi) and volumes
+// (bucket-filesystem: the assisted-service PVC at /data; postgresdb), its
+// placement (the operator pod's nodeSelector and tolerations); the
+// assisted-service container is replaced by the checker, with the
+// service's DB_* variables from the same Secret and the image the restore
+// ran as (the restricted-v2 SCC gives every pod of a namespace one UID).
+func (s *jobSites) operatorPod(t *testing.T, checkerImage string) *corev1.Pod {
+	t.Helper()
+	secretEnv := func(name, key string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "postgres"}, Key: key}}}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "assisted-service"},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			NodeSelector:  map[string]string{"kubernetes.io/hostname": harness.NodeName},
+			Tolerations:   []corev1.Toleration{{Key: s.taint.Key, Operator: corev1.TolerationOpEqual, Value: s.taint.Value, Effect: s.taint.Effect}},
+			Containers: []corev1.Container{
+				{
+					Name: "assisted-service", Image: checkerImage, ImagePullPolicy: corev1.PullIfNotPresent,
+					Env: []corev1.EnvVar{secretEnv("DB_HOST", "db.host"), secretEnv("DB_NAME", "db.name"), secretEnv("DB_PASS", "db.password"),
+						secretEnv("DB_PORT", "db.port"), secretEnv("DB_USER", "db.user")},
+					VolumeMounts: []corev1.VolumeMount{{Name: "bucket-filesystem", MountPath: "/data"}},
+				},
+				{
+					Name: "postgres", Image: harness.OperatorDatabaseImage(s.major),
+					Ports: []corev1.ContainerPort{{Name: "postgres", ContainerPort: 5432, Protocol: corev1.ProtocolTCP}},
+					Env: []corev1.EnvVar{secretEnv("POSTGRESQL_DATABASE", "db.name"), secretEnv("POSTGRESQL_USER", "db.user"),
+						secretEnv("POSTGRESQL_PASSWORD", "db.password")},
+					VolumeMounts: []corev1.VolumeMount{{Name: "postgresdb", MountPath: "/var/lib/pgsql/data"}},
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"),
+						corev1.ResourceMemory: resource.MustParse("400Mi")}},
+				},
+			},
+			Volumes: []corev1.Volume{
+				{Name: "bucket-filesystem", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: job.FilesystemPVC}}},
+				{Name: "postgresdb", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: job.DatabasePVC}}},
+			},
+		},
+	}
+}
+
+// runOperatorPod runs the operator's pod on the PVCs the Job left and
+// returns what its checker saw and its postgres container's log.
+func (s *jobSites) runOperatorPod(t *testing.T, restoreImage string) (checks.Seen, string) {
+	t.Helper()
+	cs := s.kube.Clientset(t)
+	ctx := context.Background()
+	pod := s.operatorPod(t, s.checkerImage(t, restoreImage))
+	if _, err := cs.CoreV1().Pods(s.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Pods(s.ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}) })
+	var exit *corev1.ContainerStateTerminated
+	waitUntil(t, 3*time.Minute, "the checker in the operator's pod", func() (bool, string) {
+		p, err := cs.CoreV1().Pods(s.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, st := range p.Status.ContainerStatuses {
+			if st.Name == "assisted-service" && st.State.Terminated != nil {
+				exit = st.State.Terminated
+				return true, ""
+			}
+		}
+		return false, s.c.Describe(t, s.ns)
+	})
+	out := s.c.PodLogs(t, s.ns, pod.Name, "assisted-service")
+	pgLog := s.c.PodLogs(t, s.ns, pod.Name, "postgres")
+	if exit.ExitCode != 0 {
+		t.Fatalf("checker exited %d:\n%s\npostgres:\n%s", exit.ExitCode, out, pgLog)
+	}
+	var seen checks.Seen
+	if err := json.Unmarshal([]byte(out), &seen); err != nil {
+		t.Fatalf("checker output: %v\n%s", err, out)
+	}
+	return seen, pgLog
+}
+
+// checkerImage is the checker on the node: an image built here, under the
+// restore image's user, imported by the mirror under a name of its own.
+func (s *jobSites) checkerImage(t *testing.T, restoreImage string) string {
+	t.Helper()
+	img, err := harness.CheckerImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "kat.local/checker:" + img.Digest()[7:19]
+	s.c.MirrorImage(t, name, img)
+	return name
+}
+
+// TestJobMode_MigrateOnTheNode runs migrate in job mode against the test
+// cluster's real kubelet: the preflight reads the infrastructure operator,
+// migrate pushes the bundle and itself as an image beside it, applies the
+// PVCs, Secrets, ConfigMap, RBAC and Job; the kubelet pulls the restore image
+// by digest with the bundle's credentials and CA, runs PostgreSQL from the
+// operator's DATABASE_IMAGE (12, the default of release-4.17 and 4.19) as a
+// native sidecar, starts the restore once its startupProbe passes; the Job
+// completes, the receipt is written, the AgentServiceConfig created, the
+// controller switched over. Then the pod the operator would create runs on
+// the same PVCs: its postgres container starts on the restored PGDATA from a
+// clean shutdown, and its checker sees every row and file node 0 had.
+func TestJobMode_MigrateOnTheNode(t *testing.T) {
+	s := newJobSites(t, 12, corev1.ReadWriteMany)
+	ctx := context.Background()
+	cs := s.kube.Clientset(t)
+	r := s.plugin.Run(t, s.args("-o", "json")...)
+	if r.ExitCode != 0 {
+		t.Fatalf("migrate in job mode exited %d:\n%s\n%s", r.ExitCode, r.Combined(), s.c.Describe(t, s.ns))
+	}
+	res := parseMigrate(t, r.Stdout)
+	if res.RestoreMode != "job" {
+		t.Fatalf("restore mode %q", res.RestoreMode)
+	}
+	t.Logf("migrate:\n%s", r.Stderr)
+	for _, want := range []string{"infrastructure operator " + s.ns + "/infrastructure-operator runs PostgreSQL from " + harness.OperatorDatabaseImage(12),
+		"restore image", "beside the bundle"} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("migrate's output lacks %q:\n%s", want, r.Stderr)
+		}
+	}
+	if strings.Contains(r.Combined(), s.registry.Password) {
+		t.Error("the registry password leaked into migrate's output")
+	}
+
+	j, err := cs.BatchV1().Jobs(s.ns).Get(ctx, job.JobName(res.Digest), metav1.GetOptions{})
+	if err != nil || j.Status.Succeeded != 1 {
+		t.Fatalf("Job: %v, %+v\n%s", err, j.Status, s.c.Describe(t, s.ns))
+	}
+	pods, err := cs.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + j.Name})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("the Job's pods: %v %d", err, len(pods.Items))
+	}
+	pod := pods.Items[0]
+	restoreImage := pod.Spec.Containers[0].Image
+	repo := s.registry.Host + "/assisted/node0@sha256:"
+	if !strings.HasPrefix(restoreImage, repo) {
+		t.Errorf("the Job ran %s, want this binary pushed beside the bundle (%s...)", restoreImage, repo)
+	}
+	if pod.Spec.InitContainers[0].Image != harness.OperatorDatabaseImage(12) {
+		t.Errorf("the sidecar ran %s, want the operator's DATABASE_IMAGE", pod.Spec.InitContainers[0].Image)
+	}
+	if pod.Spec.NodeName != harness.NodeName {
+		t.Errorf("the Job's pod ran on %q", pod.Spec.NodeName)
+	}
+	// The inspect lists the image beside the bundle.
+	insp := s.plugin.Run(t, "bundle", "inspect", s.registry.Ref("assisted/node0", "v1"), "--registry-config", s.registry.AuthFile, "--ca-file", s.registry.CAFile, "-o", "json")
+	if insp.ExitCode != 0 || !strings.Contains(insp.Stdout, strings.TrimPrefix(restoreImage, s.registry.Host+"/assisted/node0@")) {
+		t.Errorf("bundle inspect does not list the restore image %s:\n%s", restoreImage, insp.Combined())
+	}
+
+	// PVCs: bound, with the AgentServiceConfig's class and access modes.
+	for name, mode := range map[string]corev1.PersistentVolumeAccessMode{job.DatabasePVC: corev1.ReadWriteOnce, job.FilesystemPVC: corev1.ReadWriteMany} {
+		pvc, err := cs.CoreV1().PersistentVolumeClaims(s.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != s.class ||
+			len(pvc.Spec.AccessModes) != 1 || pvc.Spec.AccessModes[0] != mode {
+			t.Errorf("PVC %s: %s, class %v, modes %v; want bound, %s, %s", name, pvc.Status.Phase, pvc.Spec.StorageClassName, pvc.Spec.AccessModes, s.class, mode)
+		}
+	}
+	s.checkOperatorAdoptsPVCs(t)
+
+	t.Logf("%s: the operator's pod", time.Now().Format(time.StampMilli))
+	seen, pgLog := s.runOperatorPod(t, restoreImage)
+	t.Logf("%s: checks", time.Now().Format(time.StampMilli))
+	s.checkRowsAndFiles(t, seen.Tables, seen.Files)
+	// The sidecar's SIGTERM ended in a shutdown checkpoint: the next start
+	// finds a cleanly shut down cluster, nothing to recover.
+	if !strings.Contains(pgLog, "database system was shut down at") || strings.Contains(pgLog, "not properly shut down") {
+		t.Errorf("the operator's postgres did not start from a clean shutdown:\n%s", pgLog)
+	}
+	s.checkCluster0(t, res.Digest, seen.ClusterKeys)
+}
+
+// checkOperatorAdoptsPVCs does to the PVCs what the operator's mutate
+// functions do when they adopt them (newDatabasePVC and newFilesystemPVC,
+// release-4.19 agentserviceconfig_controller.go: set the owner reference
+// and resources.requests to the AgentServiceConfig's, then Update) and
+// checks that the API server accepts it and nothing else changed.
+func (s *jobSites) checkOperatorAdoptsPVCs(t *testing.T) {
+	t.Helper()
+	cs := s.kube.Clientset(t)
+	ctx := context.Background()
+	owner := metav1.OwnerReference{APIVersion: "agent-install.openshift.io/v1beta1", Kind: "AgentServiceConfig", Name: "agent",
+		UID: types.UID("00000000-0000-0000-0000-000000000001"), Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}
+	for name, size := range map[string]string{job.DatabasePVC: "1Gi", job.FilesystemPVC: "1500Mi"} {
+		before, err := cs.CoreV1().PersistentVolumeClaims(s.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pvc := before.DeepCopy()
+		pvc.OwnerReferences = []metav1.OwnerReference{owner}
+		pvc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}
+		after, err := cs.CoreV1().PersistentVolumeClaims(s.ns).Update(ctx, pvc, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			t.Errorf("the operator's adoption of PVC %s is refused: %v", name, err)
+			continue
+		}
+		if !equality.Semantic.DeepEqual(after.Spec, before.Spec) {
+			t.Errorf("adopting PVC %s changes its spec:\n%+v\n%+v", name, before.Spec, after.Spec)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// waitUntil polls cond until it holds, or fails t after timeout with cond's
+// last word.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, last = cond(); ok {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("%s: not after %s:\n%s", what, timeout, last)
+}
