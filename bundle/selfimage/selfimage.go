@@ -17,8 +17,8 @@ package selfimage
 import (
 	"archive/tar"
 	"context"
-	"debug/elf"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
 	"errors"

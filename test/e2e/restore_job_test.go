@@ -40,8 +40,8 @@ func TestRestoreJob_AcceptedByServerSideApplyDryRun(t *testing.T) {
 		FilesystemStorage: storage,
 		RegistryCA:        []byte("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"),
 		Identity:          "AGE-SECRET-KEY-1EXAMPLE",
-		Signer:         "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n",
-		RegistryAuth:   []byte(`{"auths":{"registry.example.com":{"auth":"dTpw"}}}`),
+		Signer:            "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n",
+		RegistryAuth:      []byte(`{"auths":{"registry.example.com":{"auth":"dTpw"}}}`),
 	})
 	if err != nil {
 		t.Fatal(err)
