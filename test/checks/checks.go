@@ -86,11 +86,15 @@ type Seen struct {
 
 // ClusterKeys is every cluster row's kube key, id -> "namespace/name".
 func ClusterKeys(ctx context.Context, conn *pgx.Conn) (map[string]string, error) {
+	out := map[string]string{}
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('public.clusters') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return out, err
+	}
 	rows, err := conn.Query(ctx, `SELECT id::text, coalesce(kube_key_namespace, '') || '/' || coalesce(kube_key_name, '') FROM public.clusters`)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
 	for rows.Next() {
 		var id, key string
 		if err := rows.Scan(&id, &key); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -216,11 +217,11 @@ func (s *jobSites) operatorPod(t *testing.T, checkerImage string) *corev1.Pod {
 
 // runOperatorPod runs the operator's pod on the PVCs the Job left and
 // returns what its checker saw and its postgres container's log.
-func (s *jobSites) runOperatorPod(t *testing.T, restoreImage string) (checks.Seen, string) {
+func (s *jobSites) runOperatorPod(t *testing.T, _ string) (checks.Seen, string) {
 	t.Helper()
 	cs := s.kube.Clientset(t)
 	ctx := context.Background()
-	pod := s.operatorPod(t, s.checkerImage(t, restoreImage))
+	pod := s.operatorPod(t, s.checkerImage(t))
 	if _, err := cs.CoreV1().Pods(s.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -252,8 +253,8 @@ func (s *jobSites) runOperatorPod(t *testing.T, restoreImage string) (checks.See
 }
 
 // checkerImage is the checker on the node: an image built here, under the
-// restore image's user, imported by the mirror under a name of its own.
-func (s *jobSites) checkerImage(t *testing.T, restoreImage string) string {
+// restore image's user (1001), served by the node's mirror.
+func (s *jobSites) checkerImage(t *testing.T) string {
 	t.Helper()
 	img, err := harness.CheckerImage()
 	if err != nil {
@@ -395,4 +396,148 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() (bo
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Fatalf("%s: not after %s:\n%s", what, timeout, last)
+}
+
+// TestJobMode_OperatorOnPostgres16 is the same migrate against an operator
+// whose DATABASE_IMAGE is PostgreSQL 16 (assisted-service master's
+// default, images.go): the Job initialises a 16 data directory, and the
+// operator's 16 starts on it.
+func TestJobMode_OperatorOnPostgres16(t *testing.T) {
+	s := newJobSites(t, 16, corev1.ReadWriteOnce)
+	r := s.plugin.Run(t, s.args("-o", "json")...)
+	if r.ExitCode != 0 {
+		t.Fatalf("migrate in job mode (PostgreSQL 16) exited %d:\n%s\n%s", r.ExitCode, r.Combined(), s.c.Describe(t, s.ns))
+	}
+	res := parseMigrate(t, r.Stdout)
+	seen, pgLog := s.runOperatorPod(t, "")
+	s.checkRowsAndFiles(t, seen.Tables, seen.Files)
+	if !strings.Contains(pgLog, "starting PostgreSQL 16.") || !strings.Contains(pgLog, "database system was shut down at") {
+		t.Errorf("the operator's PostgreSQL 16 on the Job's data directory:\n%s", pgLog)
+	}
+	s.checkCluster0(t, res.Digest, seen.ClusterKeys)
+}
+
+// TestJobMode_NewerBundleRefusedBeforeAnyWrite: node 0's database (PostgreSQL
+// 15) has a column of a type PostgreSQL 12 lacks (int4multirange, new in 14),
+// and the operator runs 12. The restore in the Job tries the bundle's schema
+// on the sidecar (the operator's 12) in a transaction it rolls back, is
+// refused (exit 26), the Job fails at once (podFailurePolicy, no retry), and
+// migrate stops waiting with the restore's reason. Nothing was written: the
+// operator's pod finds an empty database and an empty /data.
+func TestJobMode_NewerBundleRefusedBeforeAnyWrite(t *testing.T) {
+	s := newJobSites(t, 12, corev1.ReadWriteOnce)
+	s.node0DB.Exec(t, `ALTER TABLE clusters ADD COLUMN kat_ranges int4multirange`)
+	r := s.plugin.Run(t, s.args()...)
+	if r.ExitCode != 14 || !strings.Contains(r.Stderr, "exited 26") || !strings.Contains(r.Stderr, "older than") {
+		t.Fatalf("migrate with a bundle PostgreSQL 12 refuses: exit %d, want 14 with the restore's reason (exit 26):\n%s\n%s", r.ExitCode, r.Combined(), s.c.Describe(t, s.ns))
+	}
+	cs := s.kube.Clientset(t)
+	ctx := context.Background()
+	jobs, err := cs.BatchV1().Jobs(s.ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(jobs.Items) != 1 {
+		t.Fatalf("Jobs: %v %d", err, len(jobs.Items))
+	}
+	pods, err := cs.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + jobs.Items[0].Name})
+	if err != nil || len(pods.Items) != 1 {
+		t.Errorf("the Job ran %d pod(s) (%v): a refusal must not be retried", len(pods.Items), err)
+	}
+	seen, _ := s.runOperatorPod(t, "")
+	if len(seen.Tables) != 0 || len(seen.Files) != 0 {
+		t.Fatalf("the refused restore wrote: tables %v, files %v", seen.Tables, seen.Files)
+	}
+}
+
+// TestJobMode_PodKilledInTheLoadThenRerun kills the Job's pod while the
+// restore loads the database (its staging tables are there), as a node
+// failure would: the Job starts another pod, whose restore starts over and
+// completes, and migrate, which kept waiting, finishes. A rerun of migrate
+// then changes nothing, and cluster 0 holds exactly node 0's data.
+func TestJobMode_PodKilledInTheLoadThenRerun(t *testing.T) {
+	s := newJobSites(t, 12, corev1.ReadWriteOnce)
+	// Enough rows that the load lasts a few seconds.
+	s.node0DB.Exec(t, `CREATE TABLE kat_bulk (id bigint PRIMARY KEY, v text NOT NULL);
+		INSERT INTO kat_bulk SELECT g, md5(g::text) || md5((g * 7)::text) FROM generate_series(1, 1500000) g;`)
+	cs := s.kube.Clientset(t)
+	ctx := context.Background()
+
+	cmd := s.plugin.Command(ctx, s.args("-o", "json")...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	// The password the sidecar takes, to look into the load from here.
+	var killed string
+	waitUntil(t, 4*time.Minute, "the Job's pod in the middle of the database load", func() (bool, string) {
+		select {
+		case err := <-done:
+			t.Fatalf("migrate ended before the load could be interrupted: %v\n%s", err, stderr.String())
+		default:
+		}
+		sec, err := cs.CoreV1().Secrets(s.ns).Get(ctx, "postgres", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		pods, err := cs.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=kubectl-assisted"})
+		if err != nil || len(pods.Items) == 0 || pods.Items[0].Status.PodIP == "" {
+			return false, fmt.Sprint(err)
+		}
+		p := pods.Items[0]
+		url := fmt.Sprintf("postgres://%s:%s@%s:5432/%s?sslmode=disable&connect_timeout=2", sec.Data["db.user"], sec.Data["db.password"], p.Status.PodIP, sec.Data["db.name"])
+		if n, err := countStaging(ctx, url); err != nil || n == 0 {
+			return false, fmt.Sprintf("no staging table yet (%v)", err)
+		}
+		zero := int64(0)
+		if err := cs.CoreV1().Pods(s.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			return false, err.Error()
+		}
+		killed = p.Name
+		return true, ""
+	})
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("migrate after its Job's pod %s was killed: %v\n%s\n%s", killed, err, stderr.String(), s.c.Describe(t, s.ns))
+		}
+	case <-time.After(6 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("migrate did not finish after the pod was killed:\n%s", s.c.Describe(t, s.ns))
+	}
+	res := parseMigrate(t, stdout.String())
+	pods, err := cs.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job.JobName(res.Digest)})
+	if err != nil || len(pods.Items) == 0 || pods.Items[0].Name == killed || pods.Items[0].Status.Phase != corev1.PodSucceeded {
+		t.Errorf("the Job's pods after %s was killed: %v %v; want another pod that succeeded", killed, err, pods)
+	}
+
+	rerun := s.plugin.Run(t, s.args("-o", "json")...)
+	if rerun.ExitCode != 0 {
+		t.Fatalf("rerun: exit %d\n%s", rerun.ExitCode, rerun.Combined())
+	}
+	again := parseMigrate(t, rerun.Stdout)
+	for _, st := range again.Steps {
+		if st.Ran && st.Name != "preflight" {
+			t.Errorf("the rerun ran step %s again", st.Name)
+		}
+	}
+	seen, _ := s.runOperatorPod(t, "")
+	s.checkRowsAndFiles(t, seen.Tables, seen.Files)
+	if seen.Tables["kat_bulk"] == "" || !strings.HasPrefix(seen.Tables["kat_bulk"], "1500000:") {
+		t.Errorf("kat_bulk on cluster 0: %q", seen.Tables["kat_bulk"])
+	}
+	s.checkCluster0(t, res.Digest, seen.ClusterKeys)
+}
+
+// countStaging counts the restore's staging tables in the database at url.
+func countStaging(ctx context.Context, url string) (int, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname LIKE 'kubectl\_assisted\_staging\_%'`).Scan(&n)
+	return n, err
 }
