@@ -44,6 +44,11 @@ type demo struct {
 	mirror              *harness.Registry
 	kube                *harness.Kube
 	kubeconfig          string // cluster 0, admin
+	// cluster is cluster 0 with a node (-job); cluster0Data is cluster 0's
+	// file storage: a directory, or the node's volume behind the PVC.
+	cluster      *harness.Cluster
+	cluster0Data string
+	ascFile      string
 
 	// Step 2.
 	node0 node0State

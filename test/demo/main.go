@@ -27,7 +27,7 @@ import (
 	"syscall"
 )
 
-const usage = `usage: demo [-summary FILE] [-keep] [-state DIR]
+const usage = `usage: demo [-summary FILE] [-keep] [-state DIR] [-two-step | -job]
        demo clean [-state DIR]
 
 Runs kubectl-assisted's migration and a day-2 ISO end to end on local components.
@@ -41,6 +41,7 @@ type options struct {
 	keep    bool
 	keeper  bool // internal: this process is the background keeper
 	twoStep bool // bundle create + restore instead of migrate
+	job     bool // migrate with the restore Job, on a cluster with a real node
 }
 
 func main() {
@@ -60,11 +61,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.summary, "summary", os.Getenv("KUBECTL_ASSISTED_DEMO_SUMMARY"), "Also write the summary as JSON to this file")
 	fs.BoolVar(&o.keep, "keep", os.Getenv("KEEP") == "1" || os.Getenv("KEEP") == "true", "Leave the components running after the demo (stop them with `demo clean`)")
 	fs.BoolVar(&o.twoStep, "two-step", false, "Migrate with the commands migrate is made of: bundle create, restore, switchover")
+	fs.BoolVar(&o.job, "job", false, "Migrate as on a real install: with the restore Job on cluster 0, run by a real kubelet (needs root: containerd, runc)")
 	fs.BoolVar(&o.keeper, "keeper", false, "internal: run as the background keeper")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 || (o.job && o.twoStep) {
 		fs.Usage()
 		return 2
 	}

@@ -216,7 +216,7 @@ func (d *demo) compareFiles(s *stepRun) error {
 	if err != nil {
 		return err
 	}
-	dstDir := d.path("cluster0", "data")
+	dstDir := d.cluster0Data
 	dst, err := countFiles(dstDir, nil)
 	if err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -39,28 +38,19 @@ type jobSites struct {
 	ascFile  string
 }
 
-// operatorImage stands in for the operator's own image: the operator pod
-// only has to exist and run (migrate reads its placement).
-const operatorImage = harness.SandboxImage
-
 func newJobSites(t *testing.T, major int, fsAccess corev1.PersistentVolumeAccessMode) *jobSites {
 	t.Helper()
 	c := harness.SharedCluster(t)
 	s := &jobSites{migrateSites: newMigrateSitesOn(t, c.Kube, false), c: c, major: major}
 	s.registry = harness.StartDockerRegistry(t, harness.DockerRegistryOptions{TLS: true, Auth: true, IP: harness.NodeIP})
 	c.TrustRegistry(t, s.registry)
-	img, err := harness.PostgresImage(major)
-	if err != nil {
-		harness.Unavailable(t, fmt.Sprintf("PostgreSQL %d image", major), err)
-	}
-	c.MirrorImage(t, harness.OperatorDatabaseImage(major), img)
 	s.class = "kat-" + s.ns
 	c.LocalVolumes(t, s.class, "2Gi", "2Gi")
 
 	// The operator's placement: a toleration for a taint of this test's
 	// own, which keeps every pod without it off the node while it lasts.
 	s.taint = corev1.Taint{Key: "kubectl-assisted.io/test-" + s.ns, Value: "infra", Effect: corev1.TaintEffectNoSchedule}
-	s.startOperator(t)
+	c.StartOperator(t, s.ns, major, s.tolerations())
 	s.setTaint(t, true)
 	t.Cleanup(func() { s.setTaint(t, false) })
 
@@ -85,49 +75,9 @@ spec:
 	return s
 }
 
-// startOperator runs a Deployment the way the infrastructure operator is
-// deployed (openshift/assisted-service release-4.19 config/manager/manager.yaml:
-// Deployment infrastructure-operator, container manager with DATABASE_IMAGE,
-// NAMESPACE and POD_NAME from the downward API), tolerating the test's taint
-// and selecting the node by name, and waits for its pod to run.
-func (s *jobSites) startOperator(t *testing.T) {
-	t.Helper()
-	cs := s.kube.Clientset(t)
-	ctx := context.Background()
-	labels := map[string]string{"control-plane": "infrastructure-operator"}
-	one := int32(1)
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "infrastructure-operator", Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &one,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"kubernetes.io/hostname": harness.NodeName},
-					Tolerations:  []corev1.Toleration{{Key: s.taint.Key, Operator: corev1.TolerationOpEqual, Value: s.taint.Value, Effect: s.taint.Effect}},
-					Containers: []corev1.Container{{
-						Name: "manager", Image: operatorImage,
-						Env: []corev1.EnvVar{
-							{Name: "DATABASE_IMAGE", Value: harness.OperatorDatabaseImage(s.major)},
-							{Name: "NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
-							{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-						},
-					}},
-				},
-			},
-		},
-	}
-	if _, err := cs.AppsV1().Deployments(s.ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, 2*time.Minute, "the operator's pod running", func() (bool, string) {
-		pods, err := cs.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=infrastructure-operator"})
-		if err != nil || len(pods.Items) == 0 {
-			return false, fmt.Sprint(err)
-		}
-		return pods.Items[0].Status.Phase == corev1.PodRunning, string(pods.Items[0].Status.Phase) + "\n" + s.c.Describe(t, s.ns)
-	})
+// tolerations tolerate the test's taint.
+func (s *jobSites) tolerations() []corev1.Toleration {
+	return []corev1.Toleration{{Key: s.taint.Key, Operator: corev1.TolerationOpEqual, Value: s.taint.Value, Effect: s.taint.Effect}}
 }
 
 // setTaint adds or removes the test's taint on the node.
@@ -184,12 +134,14 @@ func (s *jobSites) operatorPod(t *testing.T, checkerImage string) *corev1.Pod {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "postgres"}, Key: key}}}
 	}
+	pg := harness.OperatorPostgresContainer(s.major)
+	pg.ReadinessProbe = nil
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "assisted-service"},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			NodeSelector:  map[string]string{"kubernetes.io/hostname": harness.NodeName},
-			Tolerations:   []corev1.Toleration{{Key: s.taint.Key, Operator: corev1.TolerationOpEqual, Value: s.taint.Value, Effect: s.taint.Effect}},
+			Tolerations:   s.tolerations(),
 			Containers: []corev1.Container{
 				{
 					Name: "assisted-service", Image: checkerImage, ImagePullPolicy: corev1.PullIfNotPresent,
@@ -197,15 +149,7 @@ func (s *jobSites) operatorPod(t *testing.T, checkerImage string) *corev1.Pod {
 						secretEnv("DB_PORT", "db.port"), secretEnv("DB_USER", "db.user")},
 					VolumeMounts: []corev1.VolumeMount{{Name: "bucket-filesystem", MountPath: "/data"}},
 				},
-				{
-					Name: "postgres", Image: harness.OperatorDatabaseImage(s.major),
-					Ports: []corev1.ContainerPort{{Name: "postgres", ContainerPort: 5432, Protocol: corev1.ProtocolTCP}},
-					Env: []corev1.EnvVar{secretEnv("POSTGRESQL_DATABASE", "db.name"), secretEnv("POSTGRESQL_USER", "db.user"),
-						secretEnv("POSTGRESQL_PASSWORD", "db.password")},
-					VolumeMounts: []corev1.VolumeMount{{Name: "postgresdb", MountPath: "/var/lib/pgsql/data"}},
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"),
-						corev1.ResourceMemory: resource.MustParse("400Mi")}},
-				},
+				pg,
 			},
 			Volumes: []corev1.Volume{
 				{Name: "bucket-filesystem", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: job.FilesystemPVC}}},
