@@ -81,8 +81,8 @@ func OperatorPostgresContainer(major int) corev1.Container {
 	}
 	return corev1.Container{
 		Name: "postgres", Image: OperatorDatabaseImage(major),
-		Ports: []corev1.ContainerPort{{Name: "postgres", ContainerPort: 5432, Protocol: corev1.ProtocolTCP}},
-		Env:   []corev1.EnvVar{env("POSTGRESQL_DATABASE", "db.name"), env("POSTGRESQL_USER", "db.user"), env("POSTGRESQL_PASSWORD", "db.password")},
+		Ports:        []corev1.ContainerPort{{Name: "postgres", ContainerPort: 5432, Protocol: corev1.ProtocolTCP}},
+		Env:          []corev1.EnvVar{env("POSTGRESQL_DATABASE", "db.name"), env("POSTGRESQL_USER", "db.user"), env("POSTGRESQL_PASSWORD", "db.password")},
 		VolumeMounts: []corev1.VolumeMount{{Name: "postgresdb", MountPath: "/var/lib/pgsql/data"}},
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"),
 			corev1.ResourceMemory: resource.MustParse("400Mi")}},
