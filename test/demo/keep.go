@@ -46,6 +46,9 @@ func startKeeper(o options, stdout, stderr io.Writer) int {
 	if o.twoStep {
 		args = append(args, "-two-step")
 	}
+	if o.job {
+		args = append(args, "-job")
+	}
 	if o.summary != "" {
 		abs, _ := filepath.Abs(o.summary)
 		args = append(args, "-summary", abs)
