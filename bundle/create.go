@@ -20,6 +20,7 @@ import (
 	"oras.land/oras-go/v2/content"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/codec"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
 )
@@ -444,7 +445,7 @@ func writeLayer(ctx context.Context, w oci.Writer, kind LayerKind, recipients []
 		p.Done(id, err)
 		return nil, ocispec.Descriptor{}, fmt.Errorf("%s layer: %w", kind, err)
 	}
-	lw, err := newLayerWriter(bw, recipients, kind.zstdLevel())
+	lw, err := newLayerWriter(bw, kind, recipients)
 	if err == nil {
 		err = produce(lw)
 		if cerr := lw.Close(); err == nil {
@@ -462,7 +463,7 @@ func writeLayer(ctx context.Context, w oci.Writer, kind LayerKind, recipients []
 		return nil, ocispec.Descriptor{}, fmt.Errorf("%s layer: %w", kind, err)
 	}
 	desc.Annotations = layerAnnotations(kind, encrypted)
-	return &LayerResult{Kind: kind, MediaType: desc.MediaType, Digest: desc.Digest.String(), Size: desc.Size, PlainBytes: lw.raw, Duration: time.Since(start)}, desc, nil
+	return &LayerResult{Kind: kind, MediaType: desc.MediaType, Digest: desc.Digest.String(), Size: desc.Size, PlainBytes: lw.Plain(), Duration: time.Since(start)}, desc, nil
 }
 
 func layerAnnotations(kind LayerKind, encrypted bool) map[string]string {
@@ -495,7 +496,7 @@ func filesSpool(ctx context.Context, sp *spool, opts CreateOptions, exclude []st
 	}
 	sort.Strings(rcpts)
 	key := spoolKey(map[string]any{
-		"spool": spoolVersion, "kind": LayerFiles, "format": FormatVersion, "creator": opts.Creator, "encoder": encoderID,
+		"spool": spoolVersion, "kind": LayerFiles, "format": FormatVersion, "creator": opts.Creator, "encoder": codec.EncoderID,
 		"recipients": rcpts, "dir": dir, "exclude": exclude, "tree": fp, "partSize": partSize,
 	})
 	if !sp.lock(key) {

@@ -12,6 +12,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/codec"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/sign"
@@ -318,102 +319,29 @@ func (b *Bundle) openBlob(ctx context.Context, l Layer, fetch func(context.Conte
 	return b.openBlobWith(ctx, l, fetch, nil)
 }
 
-// readerParts are what the reader of one part leaves to the next (the parts
-// of a layer are read in turn): its frame decoder (and workers) and the
-// buffers of its two prefetchers.
-type readerParts struct {
-	fd      *frameDecoder
-	bufs    [][]byte
-	rawBufs [][]byte
-}
-
-func (b *Bundle) openBlobWith(ctx context.Context, l Layer, fetch func(context.Context, Layer) (io.ReadCloser, error), reuse *readerParts) (*layerReader, error) {
-	if reuse == nil {
-		reuse = &readerParts{}
-	}
-	opened := false
-	defer func() {
-		if !opened && reuse.fd != nil {
-			reuse.fd.Close() // its workers end with it
-		}
-	}()
+// openBlobWith is openBlob with what the reader of the layer's previous part
+// left (its decoder and buffers), which it takes whatever the outcome.
+func (b *Bundle) openBlobWith(ctx context.Context, l Layer, fetch func(context.Context, Layer) (io.ReadCloser, error), reuse *codec.Reuse) (*layerReader, error) {
 	rc, err := fetch(ctx, l)
 	if err != nil {
+		reuse.Close()
 		return nil, err
 	}
 	v, err := newVerifier(rc, l.Descriptor, string(l.Kind))
 	if err != nil {
 		rc.Close()
+		reuse.Close()
 		return nil, err
 	}
-	// stored is the verified blob; storedErr, called by stored's one reader,
-	// reads it to its end and returns its integrity error: when a decoder
-	// fails on altered bytes, the altered blob is the root cause to report.
-	var stored io.Reader = v
-	storedErr := v.drainErr
-	closeRaw := rc.Close
-	var raw *prefetcher
-	var plain io.Reader = stored
-	var ar *ageDecrypter
+	var identities []age.Identity
 	if l.Encrypted {
-		// The header is read here, so that the fetch stage's buffers hold
-		// whole batches of sealed chunks, which the decrypter opens where
-		// they lie. Fetching and hashing get a stage of their own, ahead of
-		// decryption: hashing and decryption each cost about what zstd and
-		// the file writes do, so in one stage they made the pull wait on it
-		// (see docs/bundle-format.md for all the stages).
-		aead, rest, err := readAgePayloadKey(v, b.identities)
-		if err != nil {
-			ie := v.drainErr()
-			rc.Close()
-			if ie != nil {
-				return nil, ie
-			}
-			return nil, ageError(l, err)
-		}
-		var payload io.Reader = v
-		if len(rest) > 0 {
-			payload = io.MultiReader(bytes.NewReader(rest), v)
-		}
-		raw = newPrefetcherSized(payload, nil, reuse.rawBufs, ageBatch*ageSealed)
-		stored, storedErr = raw, func() error { return integrityOnly(raw.drainErr()) }
-		closeRaw = func() error { return raw.Close(rc.Close) }
-		ar = newAgeDecrypterOn(raw, aead)
-		plain = &decryptErrReader{r: ar, l: l}
+		identities = b.identities
 	}
-	// The decrypted (or, unencrypted, the verified) bytes are read ahead
-	// in the prefetcher's goroutine, ahead of zstd and the consumer in the
-	// caller's. A failure there is traced to its root cause in that
-	// goroutine (stored is only read by it): the blob is drained, and an
-	// altered blob is reported as such rather than as a decryption error.
-	pf := newPrefetcherWith(plain, func(err error) error {
-		if ie := storedErr(); ie != nil {
-			return ie
-		}
-		return err
-	}, reuse.bufs)
-	// The frames are decoded several at a time (frameDecoder); zstd's own
-	// stream concurrency, which splits one frame's work in stages, cost
-	// more in hand-offs than it gained (measured).
-	fd := reuse.fd
-	if fd == nil {
-		if fd, err = newFrameDecoder(); err != nil {
-			pf.Close(closeRaw)
-			return nil, err
-		}
+	r, err := codec.NewLayerReader(codecBlob(v, rc.Close), identities, reuse)
+	if err != nil {
+		return nil, l.codecErr(err)
 	}
-	fd.Reset(pf)
-	opened = true
-	return &layerReader{kind: l.Kind, closeRaw: closeRaw, raw: raw, ar: ar, pf: pf, fd: fd}, nil
-}
-
-// integrityOnly keeps an *IntegrityError, and drops every other error.
-func integrityOnly(err error) error {
-	var ie *IntegrityError
-	if errors.As(err, &ie) {
-		return ie
-	}
-	return nil
+	return &layerReader{l: l, r: r}, nil
 }
 
 // fetch opens the stored blob, with pull progress.
@@ -472,7 +400,7 @@ type partsReader struct {
 	err error
 }
 
-func (r *partsReader) next(reuse *readerParts) error {
+func (r *partsReader) next(reuse *codec.Reuse) error {
 	lr, err := r.b.openBlobWith(r.ctx, r.l.part(r.i), r.b.fetchPart, reuse)
 	if err != nil {
 		return err
@@ -542,22 +470,6 @@ func (r *partsReader) Close() error {
 	return err
 }
 
-// ageError classifies a failure of the age header: no identity matches (a
-// wrong key, exit 4), or a header that does not parse or authenticate, which
-// only altered bytes make (the identity unwrapped the file key, or the
-// stanzas are broken).
-func ageError(l Layer, err error) error {
-	var nim *age.NoIdentityMatchError
-	if errors.As(err, &nim) {
-		return &DecryptError{Layer: l.Kind, Err: ErrWrongIdentity}
-	}
-	return tampered(l, err)
-}
-
-func tampered(l Layer, err error) error {
-	return &IntegrityError{Blob: string(l.Kind), Digest: l.Descriptor.Digest.String(), Reason: ReasonTampered + ": " + err.Error()}
-}
-
 // progressReadCloser reports a layer's bytes to its progress step, and the
 // step's end when closed.
 type progressReadCloser struct {
@@ -576,34 +488,11 @@ func (p *progressReadCloser) Close() error {
 	return p.c.Close()
 }
 
-// decryptErrReader marks errors of the age payload as tampering: the file
-// key was unwrapped, so a chunk that fails authentication, a truncated or
-// extended stream, was altered after encryption.
-type decryptErrReader struct {
-	r io.Reader
-	l Layer
-}
-
-func (d *decryptErrReader) Read(p []byte) (int, error) {
-	n, err := d.r.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
-		var ie *IntegrityError
-		var se *SourceError
-		if !errors.As(err, &ie) && !errors.As(err, &se) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-			err = tampered(d.l, err)
-		}
-	}
-	return n, err
-}
-
+// layerReader is the codec's reader of one blob, with its failures as this
+// package's typed errors.
 type layerReader struct {
-	kind     LayerKind
-	closeRaw func() error  // closes the fetched blob (and the raw prefetcher)
-	raw      *prefetcher   // the fetch-and-hash stage of an encrypted layer, or nil
-	ar       *ageDecrypter // read by pf's goroutine; nil unencrypted
-	pf       *prefetcher
-	fd       *frameDecoder // the only reader of pf until it is stopped
-	err      error
+	l Layer
+	r *codec.LayerReader
 }
 
 func (l *layerReader) Read(p []byte) (int, error) {
@@ -615,84 +504,16 @@ func (l *layerReader) Read(p []byte) (int, error) {
 // files.Lender): valid until the next call of Next or Read, or Close. Its
 // errors are Read's.
 func (l *layerReader) Next(max int) ([]byte, error) {
-	if l.err != nil {
-		return nil, l.err
-	}
-	b, err := l.fd.next(max)
-	switch {
-	case err == nil:
-		return b, nil
-	case errors.Is(err, io.EOF):
-		l.err = l.finish()
-	default:
-		l.err = l.classify(err)
-	}
-	return b, l.err
-}
-
-// finish runs at the end of the zstd stream: nothing may follow it, and the
-// blob must verify (the prefetcher ends with io.EOF only when it did).
-func (l *layerReader) finish() error {
-	l.fd.Stop()
-	var one [1]byte
-	n, err := io.ReadFull(l.pf, one[:])
-	if n > 0 {
-		return &FormatError{What: string(l.kind) + " layer", Err: errors.New("data after the end of the zstd stream")}
-	}
-	if err != nil && !errors.Is(err, io.EOF) {
-		return l.classify(err)
-	}
-	return io.EOF
-}
-
-// classify turns a decode error into the root cause: altered storage first,
-// then decryption, then the stream format.
-func (l *layerReader) classify(err error) error {
-	l.fd.Stop()
-	var ie *IntegrityError
-	if errors.As(l.pf.drainErr(), &ie) {
-		return ie
-	}
-	var de *DecryptError
-	var fe *FormatError
-	var se *SourceError
-	if errors.As(err, &ie) || errors.As(err, &se) || errors.As(err, &de) || errors.As(err, &fe) {
-		return err
-	}
-	return &FormatError{What: string(l.kind) + " layer", Err: fmt.Errorf("zstd: %w", err)}
+	b, err := l.r.Next(max)
+	return b, l.l.codecErr(err)
 }
 
 // DrainStored reads the rest of the stored blob without decompressing it and
 // returns its integrity error, if any (see files.StoredDrainer).
-func (l *layerReader) DrainStored() error {
-	l.fd.Stop()
-	if err := l.pf.drainErr(); err != nil {
-		var ie *IntegrityError
-		var de *DecryptError
-		var se *SourceError
-		if errors.As(err, &ie) || errors.As(err, &de) || errors.As(err, &se) {
-			return err
-		}
-		return &FormatError{What: string(l.kind) + " layer", Err: err}
-	}
-	return nil
-}
+func (l *layerReader) DrainStored() error { return l.l.codecErr(l.r.DrainStored()) }
 
-func (l *layerReader) Close() error {
-	// pf first: closing it ends a read of the splitter's in progress.
-	err := l.pf.Close(l.closeRaw)
-	l.fd.Close()
-	return err
-}
+func (l *layerReader) Close() error { return l.r.Close() }
 
 // detach closes a layer reader that reached its end but keeps its decoder
 // and buffers for the next part's.
-func (l *layerReader) detach() *readerParts {
-	l.fd.Stop() // at the end: it has already exited
-	_ = l.pf.Close(l.closeRaw)
-	rp := &readerParts{fd: l.fd, bufs: l.pf.release()}
-	if l.raw != nil {
-		rp.rawBufs = l.raw.release()
-	}
-	return rp
-}
+func (l *layerReader) detach() *codec.Reuse { return l.r.Detach() }
