@@ -168,9 +168,9 @@ func newStagePlan(sr *streamReader, pre []object) (*stagePlan, error) {
 }
 
 // recheck runs the statement checker again over the rewritten statements,
-// as if the staging schemas were the stream's: the rewrite works on a lexer
-// of its own, and what runs on the server must have passed the checker as
-// it is, not only before the rewrite. A rewritten statement the checker
+// as if the staging schemas were the stream's: the rewrite works on tokens,
+// not on the checked tree, and what runs on the server must have passed the
+// checker as it is, not only before the rewrite. A rewritten statement the checker
 // refuses makes the stream unfit for staging (the one-transaction restore
 // runs the statements as they were checked).
 func (p *stagePlan) recheck(h *streamHeader) error {
