@@ -20,7 +20,7 @@ import (
 // tables in COPY's binary format, which "fastest" shrinks less than text,
 // and "default" shrinks further; the dump is bound by the server's COPY,
 // which binary output sped up by more than the encoder slowed down
-// (docs/bundle-format.md, "Compression", has the measurements).
+// (docs/architecture.md, "Measured choices").
 func (k LayerKind) zstdLevel() zstd.EncoderLevel {
 	if k == LayerDatabase {
 		return zstd.SpeedDefault

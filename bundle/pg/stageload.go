@@ -54,7 +54,8 @@ type stageRun struct {
 	// worker tasks running or queued. An index build uses the server's
 	// parallel workers only when it is all there is to do: while anything
 	// else runs, every core is taken already and a parallel build only adds
-	// the cost of its workers' merge (docs/postgresql.md).
+	// the cost of its workers' merge (docs/architecture.md, "Measured
+	// choices").
 	loading atomic.Bool
 	busy    atomic.Int32
 	// maintenanceWorkers is the server's max_parallel_maintenance_workers.

@@ -17,10 +17,9 @@ import (
 // No content checksum: the blob's SHA-256, which the signed manifest names
 // and every reader checks before it commits anything, covers the compressed
 // bytes, and the age chunks are authenticated too; the frame checksum added
-// nothing to that but a second pass over the plaintext, 20% of the decoding
-// time of text (klauspost/compress v1.20.4 on this project's CI machine:
-// 1.24 GB/s with it, 1.58 GB/s without). Readers still check the checksums
-// of earlier bundles.
+// nothing to that but a second pass over the plaintext, a fifth of the
+// decoding time of text (docs/architecture.md, "Measured choices"). Readers
+// still check the checksums of earlier bundles.
 func encoderOptions(level zstd.EncoderLevel) []zstd.EOption {
 	return []zstd.EOption{zstd.WithEncoderLevel(level), zstd.WithEncoderCRC(false)}
 }

@@ -58,7 +58,8 @@ var indexMethods = setOf("btree", "hash", "gist", "gin", "brin", "spgist")
 
 // operatorName reports whether s is an operator made of operator characters
 // only, 1 to 63 of them (NAMEDATALEN-1; a loop, not a regular expression with
-// {1,63}, whose compilation cost every start of the binary ~10M instructions).
+// {1,63}, whose compilation every start of the binary paid: docs/architecture.md,
+// "Measured choices").
 func operatorName(s string) bool {
 	if len(s) < 1 || len(s) > 63 {
 		return false

@@ -243,7 +243,7 @@ func TestFastParse_LeavesTheRestToTheGrammar(t *testing.T) {
 	} {
 		if sql == `CREATE TABLE "public"."t" ("a" text DEFAULT pg_read_file('/etc/passwd'))` {
 			// A function call is a shape the fast path takes; the checker
-			// refuses the function (TestCheck_* in sqlcheck_test.go).
+			// refuses the function (TestCheck_* in check_test.go).
 			if !sameAsGrammar(t, sql) {
 				t.Errorf("the fast path should take this call (the checker refuses it):\n%s", sql)
 			}
@@ -399,7 +399,7 @@ func TestFastStatementType(t *testing.T) {
 }
 
 // TestFastStatementType_RefusesAsTheTree: where the type alone refuses a
-// hostile entry (sqlcheck_test.go), the refusal is the one the checker gives
+// hostile entry (check_test.go), the refusal is the one the checker gives
 // on the grammar's tree; and the hostile corpus does use it.
 func TestFastStatementType_RefusesAsTheTree(t *testing.T) {
 	used := 0
