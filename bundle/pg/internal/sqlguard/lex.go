@@ -66,20 +66,46 @@ type LexError struct {
 
 func (e *LexError) Error() string { return fmt.Sprintf("%s at byte %d", e.Why, e.Pos) }
 
-func isIdentStart(c byte) bool {
-	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80
-}
+// The classes of bytes, looked up in one table: the lexer's hot loop.
+const (
+	cIdentStart uint8 = 1 << iota // _ A-Z a-z, and every byte >= 0x80
+	cDigit
+	cDollar
+	cOp    // opChars
+	cPunct // ( ) [ ] , ; :
+	cSpace
+)
 
-func isIdentCont(c byte) bool { return isIdentStart(c) || (c >= '0' && c <= '9') || c == '$' }
+var byteClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch {
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80:
+			t[c] = cIdentStart
+		case c >= '0' && c <= '9':
+			t[c] = cDigit
+		case c == '$':
+			t[c] = cDollar
+		case strings.IndexByte(opChars, byte(c)) >= 0:
+			t[c] = cOp
+		case strings.IndexByte("()[],;:", byte(c)) >= 0:
+			t[c] = cPunct
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			t[c] = cSpace
+		}
+	}
+	return t
+}()
 
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
-}
+func isIdentStart(c byte) bool { return byteClass[c]&cIdentStart != 0 }
+
+func isIdentCont(c byte) bool { return byteClass[c]&(cIdentStart|cDigit|cDollar) != 0 }
+
+func isSpace(c byte) bool { return byteClass[c]&cSpace != 0 }
 
 // opChars are the characters of operators (scan.l's op_chars).
 const opChars = "+-*/<>=~!@#%^&|`?"
 
-func isOpByte(c byte) bool { return strings.IndexByte(opChars, c) >= 0 }
+func isOpByte(c byte) bool { return byteClass[c]&cOp != 0 }
 
 // Lex splits one statement into tokens (white space and comments are left
 // out; the spans between tokens keep them). On an error it returns the
@@ -212,7 +238,7 @@ func Lex(s string) ([]Token, error) {
 		case c == ':' && i+1 < len(s) && s[i+1] == ':':
 			toks = append(toks, tok(Cast, i, i+2, "::"))
 			i += 2
-		case strings.IndexByte("()[],;:", c) >= 0:
+		case byteClass[c]&cPunct != 0:
 			toks = append(toks, tok(Punct, i, i+1, s[i:i+1]))
 			i++
 		case isOpByte(c):

@@ -52,7 +52,7 @@ func narrow(sql string, toks []Token) ([]Token, bool) {
 		}
 		switch t.Kind {
 		case Ident:
-			if !asciiWord(t.Text) || !allLower(t.Text) && !allUpper(t.Text) || adjacent && (next == String || next == QuotedIdent) {
+			if !narrowWord(t.Text) || adjacent && (next == String || next == QuotedIdent) {
 				return nil, false
 			}
 		case QuotedIdent:
@@ -96,18 +96,23 @@ func narrow(sql string, toks []Token) ([]Token, bool) {
 	return toks, true
 }
 
-// asciiWord reports whether w is an ASCII letter or _ followed by letters,
-// digits and _.
-func asciiWord(w string) bool {
-	if w == "" || !(w[0] == '_' || w[0] >= 'a' && w[0] <= 'z' || w[0] >= 'A' && w[0] <= 'Z') {
-		return false
-	}
-	for i := 1; i < len(w); i++ {
-		if c := w[i]; !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+// narrowWord reports whether w is a word of the narrow spelling: an ASCII
+// letter or _ followed by letters, digits and _, all lower or all upper case.
+func narrowWord(w string) bool {
+	lower, upper := false, false
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		case c == '_' || c >= '0' && c <= '9' && i > 0:
+		default:
 			return false
 		}
 	}
-	return true
+	return w != "" && !(lower && upper)
 }
 
 // hasControl reports a control character in s, or (backslash) a backslash.
