@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -103,35 +102,6 @@ func (r *migrateRenderer) event(e migrate.Event) {
 	case migrate.EventNote:
 		fmt.Fprintf(r.w, "  %s\n", e.Detail)
 	}
-}
-
-// migrateError maps the engine's errors to exit codes: 10 + the failed
-// step's number, with what to do next; 2 for options that contradict.
-func migrateError(err error) error {
-	var oe *migrate.OptionsError
-	if errors.As(err, &oe) {
-		return clierr.New(err, "", clierr.ExitUsage)
-	}
-	var se *migrate.StepError
-	if !errors.As(err, &se) {
-		return err
-	}
-	rec := migrate.Hint(err)
-	if rec == "" {
-		// What the bundle or restore engine's own failure means.
-		mapped := bundleError(se.Err)
-		if se.Step == migrate.StepRestore {
-			mapped = restoreError(se.Err)
-		}
-		var ce *clierr.Error
-		if errors.As(mapped, &ce) {
-			rec = ce.Recommendation
-		}
-	}
-	if rec == "" {
-		rec = "Fix the cause and run the same command again: it continues at this step."
-	}
-	return clierr.New(err, rec, clierr.ExitStepBase+se.Number)
 }
 
 // MigrateResult is the -o json|yaml result of `migrate`.

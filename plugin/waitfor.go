@@ -143,18 +143,3 @@ func (o *WaitForOptions) Run(ctx context.Context) error {
 	fmt.Fprintf(env.Streams.Out, "restore of %s complete at %s (phases: %v)\n", rec.BundleDigest, rec.CompletedAt.Format(time.RFC3339), rec.Phases)
 	return nil
 }
-
-func waitForError(err error) error {
-	var failed *waitfor.RestoreFailedError
-	var other *waitfor.OtherBundleError
-	var inc *waitfor.IncompleteReceiptError
-	switch {
-	case errors.As(err, &failed):
-		return clierr.New(err, "Fix the cause, then rerun the same restore (or migrate): it resumes where it stopped.", clierr.ExitWaitRestoreFailed)
-	case errors.As(err, &other), errors.As(err, &inc):
-		return clierr.New(err, "Check that node 0 and cluster 0 agree on the bundle: `kubectl assisted bundle inspect REF` prints its digest.", clierr.ExitWaitOtherBundle)
-	case errors.Is(err, waitfor.ErrTimeout):
-		return clierr.New(err, "Look at the restore on cluster 0 (its Job or command output); run wait-for again with a longer --timeout.", clierr.ExitTimeout)
-	}
-	return err
-}

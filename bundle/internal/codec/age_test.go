@@ -1,4 +1,4 @@
-package bundle
+package codec
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"testing/iotest"
 
 	"filippo.io/age"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 )
 
 // The decrypter must accept exactly what age writes and read exactly what age
@@ -105,6 +107,15 @@ func TestAgeDecrypterWrongIdentity(t *testing.T) {
 	}
 }
 
+func newIdentity(t testing.TB) *age.X25519Identity {
+	t.Helper()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 func decryptAll(ct []byte, id age.Identity, reference bool) ([]byte, error) {
 	var r io.Reader
 	var err error
@@ -128,7 +139,7 @@ func decryptPiped(ct []byte, id age.Identity, step int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw := newPrefetcherSized(io.MultiReader(bytes.NewReader(rest), src), nil, nil, ageBatch*ageSealed)
+	raw := pipe.NewPrefetcher(io.MultiReader(bytes.NewReader(rest), src), nil, nil, ageBatch*ageSealed)
 	defer raw.Close(nil)
 	return readInSteps(newAgeDecrypterOn(raw, aead), step)
 }

@@ -1,6 +1,7 @@
-package bundle
+package codec
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"runtime"
@@ -8,6 +9,25 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 )
+
+// The encoder settings are fixed (not derived from the machine) because the
+// output of klauspost/compress is stable only for equal code and options, and
+// unencrypted bundles promise equal digests for equal input.
+//
+// No content checksum: the blob's SHA-256, which the signed manifest names
+// and every reader checks before it commits anything, covers the compressed
+// bytes, and the age chunks are authenticated too; the frame checksum added
+// nothing to that but a second pass over the plaintext, a fifth of the
+// decoding time of text (docs/architecture.md, "Measured choices"). Readers
+// still check the checksums of earlier bundles.
+func encoderOptions(level zstd.EncoderLevel) []zstd.EOption {
+	return []zstd.EOption{zstd.WithEncoderLevel(level), zstd.WithEncoderCRC(false)}
+}
+
+// EncoderID names the encoder settings (those of the frames and of the
+// encryption); a spooled layer made with other settings is not reused (its
+// bytes would differ from what this code makes).
+const EncoderID = "zstd-fastest-nocrc-2MiB-frames+raw-frames;age-x25519"
 
 // frameEncoder compresses its input as a sequence of independent zstd
 // frames, each of frameInput plaintext bytes (the last one before a Flush or
@@ -185,11 +205,68 @@ func (e *frameEncoder) Close() error {
 	return e.Err()
 }
 
-// NewCompressor returns the zstd encoder a layer of the kind is written with
-// (the fixed settings of encoderOptions at the kind's level, independent
-// frames compressed on every core) writing to w; Close ends the stream. It
-// is for tools that measure or reproduce a layer's compression (make bench's
-// database engine).
-func NewCompressor(w io.Writer, kind LayerKind) (io.WriteCloser, error) {
-	return newFrameEncoder(w, encoderOptions(kind.zstdLevel())...)
+// NewCompressor returns the zstd encoder a layer is written with at level
+// (the fixed settings of encoderOptions, independent frames compressed on
+// every core) writing to w; Close ends the stream.
+func NewCompressor(w io.Writer, level zstd.EncoderLevel) (io.WriteCloser, error) {
+	return newFrameEncoder(w, encoderOptions(level)...)
+}
+
+// rawFrame writes a zstd frame of raw blocks (RFC 8878): the frame header
+// (no content size, no checksum, a 128 KiB window), then the bytes in blocks
+// of up to 128 KiB, each behind its 3-byte header, written straight from the
+// caller's slice; finish ends the frame with an empty last block (the format
+// allows it), so no block is held back.
+type rawFrame struct {
+	out     io.Writer
+	started bool
+	hdr     [3]byte
+}
+
+const rawBlockSize = 128 << 10
+
+// rawFrameHeader: the magic number, a frame header descriptor with no
+// optional field but the window descriptor, and a window of 2^(10+7) bytes.
+var rawFrameHeader = append(bytes.Clone(zstdMagic), 0x00, 7<<3)
+
+func (f *rawFrame) Write(p []byte) (int, error) {
+	if !f.started {
+		if _, err := f.out.Write(rawFrameHeader); err != nil {
+			return 0, err
+		}
+		f.started = true
+	}
+	n := 0
+	for len(p) > 0 {
+		b := p[:min(len(p), rawBlockSize)]
+		if err := f.block(b, false); err != nil {
+			return n, err
+		}
+		p, n = p[len(b):], n+len(b)
+	}
+	return n, nil
+}
+
+func (f *rawFrame) block(b []byte, last bool) error {
+	h := uint32(len(b)) << 3 // block type 0: raw
+	if last {
+		h |= 1
+	}
+	f.hdr = [3]byte{byte(h), byte(h >> 8), byte(h >> 16)}
+	if _, err := f.out.Write(f.hdr[:]); err != nil {
+		return err
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := f.out.Write(b)
+	return err
+}
+
+// finish ends the frame; a frame that got no byte is not written.
+func (f *rawFrame) finish() error {
+	if !f.started {
+		return nil
+	}
+	return f.block(nil, true)
 }

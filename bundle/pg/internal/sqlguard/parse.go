@@ -1,4 +1,4 @@
-package pg
+package sqlguard
 
 import (
 	"bytes"
@@ -27,13 +27,12 @@ const maxStatementBytes = 1 << 20
 var parseMu sync.Mutex
 
 // How many statements this process checked on a tree from the fast path
-// (sqlfast.go) and from PostgreSQL's grammar.
+// (fast.go) and from PostgreSQL's grammar.
 var fastParsed, grammarParsed atomic.Int64
 
-// ParserStats reports how many statements this process has parsed with the
-// fast path and how many with PostgreSQL's grammar (whose first use compiles
-// it): diagnostics for tests and benchmarks.
-func ParserStats() (fast, grammar int64) { return fastParsed.Load(), grammarParsed.Load() }
+// Stats reports how many statements this process has parsed with the fast
+// path and how many with PostgreSQL's grammar (whose first use compiles it).
+func Stats() (fast, grammar int64) { return fastParsed.Load(), grammarParsed.Load() }
 
 // parseOne parses sql and returns its only statement as a node wrapper. More
 // than one statement, none, or text that does not parse is an error. Where
@@ -49,13 +48,15 @@ func parseOne(sql string, holds func(typ string) error) (stmt node, err error) {
 			return nil, fmt.Errorf("the statement holds a NUL byte")
 		}
 	}
-	if stmt, ok := fastParse(sql); ok {
-		fastParsed.Add(1)
-		return stmt, nil
-	}
-	if typ, ok := fastStatementType(sql); ok {
-		if err := holds(typ); err != nil {
-			return nil, err
+	if toks, ok := fastTokens(sql); ok {
+		if stmt, ok := fastParseTokens(toks); ok {
+			fastParsed.Add(1)
+			return stmt, nil
+		}
+		if typ, ok := fastStatementTypeTokens(toks); ok {
+			if err := holds(typ); err != nil {
+				return nil, err
+			}
 		}
 	}
 	grammarParsed.Add(1)

@@ -1,4 +1,4 @@
-package bundle
+package codec
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func TestLayerWriterRawSegments(t *testing.T) {
 				rcpts = []age.Recipient{id.Recipient()}
 			}
 			var out, want bytes.Buffer
-			lw, err := newLayerWriter(&out, rcpts, zstd.SpeedFastest)
+			lw, err := NewLayerWriter(&out, rcpts, zstd.SpeedFastest)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package bundle
+package codec
 
 import (
 	"bufio"
@@ -13,6 +13,8 @@ import (
 
 	"filippo.io/age"
 	"golang.org/x/crypto/chacha20poly1305"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 )
 
 // The age v1 payload (https://age-encryption.org/v1): a 16-byte nonce, then
@@ -35,7 +37,7 @@ var errAgeTruncated = errors.New("the encrypted stream is truncated")
 // identities, key unwrapping and header authentication are age's own code;
 // the payload is opened here, without the per-chunk allocation and copy of
 // age's reader (its cost showed in pull profiles), a batch of chunks at a
-// time, where its source lent them (ageBatches: a pull's fetch stage hands
+// time, where its source lent them (a pipe.Batcher: a pull's fetch stage hands
 // over its own buffers, so the sealed bytes are never copied): the chunks
 // of a batch are independent (each has its own nonce and tag), so they are
 // opened by two goroutines at once.
@@ -47,7 +49,7 @@ var errAgeTruncated = errors.New("the encrypted stream is truncated")
 // follows is tried as a middle chunk, then as the last one, as age's own
 // reader does; once it opened as the last, only the end may follow.
 type ageDecrypter struct {
-	src   ageBatches
+	src   pipe.Batcher
 	aead  cipher.AEAD
 	nonce [chacha20poly1305.NonceSize]byte
 	// plain are the opened chunks of the batch not yet read, in order.
@@ -68,14 +70,11 @@ const (
 	ageMinSplit = 4
 )
 
-// ageBatches lends the sealed payload of an age stream (what follows the
-// header and the payload nonce) a batch at a time: ageBatch sealed chunks
-// with a nil error, or what is left before the end of the stream with
-// io.EOF, or before a failure with the source's error. A batch is valid
-// until the next call.
-type ageBatches interface {
-	nextBatch() ([]byte, error)
-}
+// The decrypter's source lends the sealed payload of an age stream (what
+// follows the header and the payload nonce) a batch at a time (a
+// pipe.Batcher): ageBatch sealed chunks with a nil error, or what is left
+// before the end of the stream with io.EOF, or before a failure with the
+// source's error. A batch is valid until the next call.
 
 // readerBatches reads the batches from an io.Reader into a buffer of its own.
 type readerBatches struct {
@@ -83,7 +82,7 @@ type readerBatches struct {
 	buf []byte
 }
 
-func (s *readerBatches) nextBatch() ([]byte, error) {
+func (s *readerBatches) NextBatch() ([]byte, error) {
 	n, err := io.ReadFull(s.r, s.buf)
 	if err == io.EOF || err == io.ErrUnexpectedEOF { //nolint:errorlint // io.ReadFull's own values: the end of r
 		// (A source error wrapping io.ErrUnexpectedEOF, a connection cut
@@ -113,7 +112,7 @@ func newAgeDecrypter(src io.Reader, identities []age.Identity) (*ageDecrypter, e
 
 // newAgeDecrypterOn decrypts the payload src lends, with the payload key of
 // readAgePayloadKey.
-func newAgeDecrypterOn(src ageBatches, aead cipher.AEAD) *ageDecrypter {
+func newAgeDecrypterOn(src pipe.Batcher, aead cipher.AEAD) *ageDecrypter {
 	return &ageDecrypter{src: src, aead: aead, first: true,
 		chunks: make([][]byte, 0, ageBatch), nonces: make([][chacha20poly1305.NonceSize]byte, ageBatch), errs: make([]error, ageBatch)}
 }
@@ -224,11 +223,11 @@ var (
 // After the last chunk it returns io.EOF; a failure returns 0 and nothing
 // of the batch.
 func (d *ageDecrypter) next(dst []byte) (int, error) {
-	b, err := d.src.nextBatch()
+	b, err := d.src.NextBatch()
 	end := false
 	switch {
 	case err == nil:
-	case err == io.EOF: //nolint:errorlint // ageBatches' own value: the end of the stream
+	case err == io.EOF: //nolint:errorlint // the Batcher's own value: the end of the stream
 		end = true
 	default:
 		return 0, err

@@ -1,8 +1,9 @@
-package pg
+package sqlguard
 
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"reflect"
 	"strings"
@@ -149,7 +150,7 @@ func TestFastParse_SameTreeAsPostgreSQL(t *testing.T) {
 		}
 	}
 	taken := 0
-	for _, o := range append(append([]object{}, goodPre...), goodPost...) {
+	for _, o := range append(append([]Entry{}, goodPre...), goodPost...) {
 		if sameAsGrammar(t, o.SQL) {
 			taken++
 		}
@@ -242,7 +243,7 @@ func TestFastParse_LeavesTheRestToTheGrammar(t *testing.T) {
 	} {
 		if sql == `CREATE TABLE "public"."t" ("a" text DEFAULT pg_read_file('/etc/passwd'))` {
 			// A function call is a shape the fast path takes; the checker
-			// refuses the function (TestCheck_* in sqlcheck_test.go).
+			// refuses the function (TestCheck_* in check_test.go).
 			if !sameAsGrammar(t, sql) {
 				t.Errorf("the fast path should take this call (the checker refuses it):\n%s", sql)
 			}
@@ -258,7 +259,7 @@ func TestFastParse_LeavesTheRestToTheGrammar(t *testing.T) {
 // is refused on the fast path's tree with the reason the grammar's tree
 // gives.
 func TestFastParse_CheckerRefusesTheSameAsWithTheGrammar(t *testing.T) {
-	hostile := []object{
+	hostile := []Entry{
 		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "public"."t" ("a" text DEFAULT pg_read_file('/etc/passwd'))`},
 		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "public"."t" ("a" text DEFAULT pg_catalog.pg_terminate_backend(1))`},
 		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "public"."t" ("a" text GENERATED ALWAYS AS (pg_read_file('/etc/passwd')) STORED)`},
@@ -279,8 +280,7 @@ func TestFastParse_CheckerRefusesTheSameAsWithTheGrammar(t *testing.T) {
 		{Kind: "EXTENSION", Schema: "public", Name: "citext", SQL: `CREATE EXTENSION IF NOT EXISTS "citext" WITH SCHEMA "pg_catalog"`},
 		{Kind: "TABLE", Schema: "public", Name: "t", SQL: `CREATE TABLE "public"."t" ("a" text CHECK ((length((query_to_xml('SELECT 1', true, true, ''))::text) > 0)))`},
 	}
-	h := &streamHeader{Format: FormatName, Version: "1.1", Schemas: []string{"public"},
-		Tables: []streamTable{{Schema: "public", Name: "t", Columns: []string{"a"}}}}
+	h := &header{schemas: []string{"public"}, tables: []Name{{Schema: "public", Name: "t"}}}
 	for _, o := range hostile {
 		fast, ok := fastParse(o.SQL)
 		if !ok {
@@ -292,7 +292,7 @@ func TestFastParse_CheckerRefusesTheSameAsWithTheGrammar(t *testing.T) {
 			t.Fatalf("the grammar refuses %s", o.SQL)
 		}
 		check := func(stmt node) error {
-			c, err := newDDLChecker(h)
+			c, err := NewChecker(memberHeader, h.schemas, h.tables)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -399,7 +399,7 @@ func TestFastStatementType(t *testing.T) {
 }
 
 // TestFastStatementType_RefusesAsTheTree: where the type alone refuses a
-// hostile entry (sqlcheck_test.go), the refusal is the one the checker gives
+// hostile entry (check_test.go), the refusal is the one the checker gives
 // on the grammar's tree; and the hostile corpus does use it.
 func TestFastStatementType_RefusesAsTheTree(t *testing.T) {
 	used := 0
@@ -418,7 +418,8 @@ func TestFastStatementType_RefusesAsTheTree(t *testing.T) {
 			t.Errorf("%s: the grammar does not parse %s", tt.name, tt.obj.SQL)
 			continue
 		}
-		c, err := newDDLChecker(goodHeader())
+		h := goodHeader()
+		c, err := NewChecker(memberHeader, h.schemas, h.tables)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -449,7 +450,7 @@ func FuzzFastParse(f *testing.F) {
 	for _, s := range dumpedStatements {
 		f.Add(s)
 	}
-	for _, o := range append(append([]object{}, goodPre...), goodPost...) {
+	for _, o := range append(append([]Entry{}, goodPre...), goodPost...) {
 		f.Add(o.SQL)
 	}
 	for _, s := range typedStatements {
@@ -753,4 +754,27 @@ func (g *stmtGen) statement() string {
 			"GRANT", "CREATE ROLE", "CREATE OR REPLACE FUNCTION", "CREATE TRIGGER", "CREATE EVENT TRIGGER",
 			"CREATE TABLE "+g.qname()+" AS") + " " + g.expr()
 	}
+}
+
+// warmParser compiles the parser's WebAssembly module before the first input:
+// that takes seconds, and the fuzzing engine takes an input that runs for
+// 10 s as a hang. Only a fuzzing worker runs inputs under that watch: the
+// coordinator process (which runs this function too, to collect the seeds,
+// and never calls the fuzz function) and a plain test run skip it, which
+// spares each fuzz target one compilation of the grammar under coverage
+// instrumentation (5-15 s of CPU on a loaded machine).
+func warmParser(f *testing.F) {
+	if !fuzzWorker() {
+		return
+	}
+	if _, ok := grammarTree(f, "SELECT 1"); !ok {
+		f.Fatal("PostgreSQL's grammar does not parse SELECT 1")
+	}
+}
+
+// fuzzWorker tells whether this process is a fuzzing worker: cmd/go starts
+// those with the testing package's -test.fuzzworker flag.
+func fuzzWorker() bool {
+	fl := flag.Lookup("test.fuzzworker")
+	return fl != nil && fl.Value.String() == "true"
 }

@@ -1,4 +1,4 @@
-package bundle
+package codec
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 )
 
 // streamDecode is the reference: klauspost's streaming decoder over the
@@ -37,8 +39,8 @@ func frameDecode(t testing.TB, d *frameDecoder, in []byte, src io.Reader) ([]byt
 
 // lentSource is r behind a prefetcher of buffers of size bytes, which the
 // frame decoder takes its raw blocks from without a copy; the test closes it.
-func lentSource(t testing.TB, r io.Reader, size int) *prefetcher {
-	p := newPrefetcherSized(r, nil, nil, size)
+func lentSource(t testing.TB, r io.Reader, size int) *pipe.Prefetcher {
+	p := pipe.NewPrefetcher(r, nil, nil, size)
 	t.Cleanup(func() { p.Close(nil) })
 	return p
 }
@@ -198,6 +200,7 @@ func TestFrameDecoderPassesRawBlocks(t *testing.T) {
 	p := lentSource(t, bytes.NewReader(in), prefetchSize)
 	d.Reset(p)
 	var lent []byte
+	var pieces [][]byte
 	for {
 		b, err := d.next(1 << 20)
 		if err == io.EOF { //nolint:errorlint // next's own
@@ -206,17 +209,22 @@ func TestFrameDecoderPassesRawBlocks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !withinBuffers(p, b) {
-			t.Fatal("raw content handed out from a buffer of the decoder's, not the source's")
-		}
+		pieces = append(pieces, b)
 		lent = append(lent, b...)
 	}
 	d.Stop()
 	if !bytes.Equal(lent, raw) {
 		t.Fatalf("raw frame, lent: %d bytes of %d", len(lent), len(raw))
 	}
-	if p.Close(nil); len(p.release()) != prefetchBufs {
+	p.Close(nil)
+	bufs := p.Release()
+	if len(bufs) != pipe.PrefetchBuffers {
 		t.Fatal("a lent buffer was not released")
+	}
+	for _, b := range pieces {
+		if !withinBuffers(bufs, b) {
+			t.Fatal("raw content handed out from a buffer of the decoder's, not the source's")
+		}
 	}
 	// Raw blocks, then compressed blocks that match into them.
 	mixed := mixedInput()
@@ -230,10 +238,11 @@ func TestFrameDecoderPassesRawBlocks(t *testing.T) {
 	}
 }
 
-// withinBuffers tells whether b lies in one of p's buffers.
-func withinBuffers(p *prefetcher, b []byte) bool {
-	for _, x := range p.all {
-		if overlaps(x.b, b) {
+// withinBuffers tells whether b lies in one of the buffers (those of the
+// source, which it released once closed: every one of them, checked above).
+func withinBuffers(bufs [][]byte, b []byte) bool {
+	for _, x := range bufs {
+		if overlaps(x, b) {
 			return true
 		}
 	}
@@ -379,7 +388,7 @@ func FuzzFrameDecoder(f *testing.F) {
 		if wantErr == nil && !bytes.Equal(got, want) {
 			t.Fatalf("%d bytes differ from the stream decoder's %d", len(got), len(want))
 		}
-		p := newPrefetcherSized(iotest.HalfReader(bytes.NewReader(in)), nil, nil, 1<<10+int(len(in)%3000))
+		p := pipe.NewPrefetcher(iotest.HalfReader(bytes.NewReader(in)), nil, nil, 1<<10+int(len(in)%3000))
 		got, gotErr = frameDecode(t, d, in, p)
 		p.Close(nil)
 		if (gotErr != nil) != (wantErr != nil) {
