@@ -416,7 +416,7 @@ func restoreJob(o Options, meta metav1.ObjectMeta) *batchv1.Job {
 						// may need crash recovery, which can take minutes.
 						StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
 							Command: []string{"pg_isready", "-h", "127.0.0.1", "-p", "5432"}}},
-							PeriodSeconds: 2, TimeoutSeconds: 5, FailureThreshold: 900},
+							PeriodSeconds: 1, TimeoutSeconds: 5, FailureThreshold: 1800},
 						SecurityContext: sc,
 					}},
 					Containers: []corev1.Container{{

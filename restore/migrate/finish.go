@@ -59,8 +59,8 @@ func (waitStep) run(ctx context.Context, m *migration) (string, error) {
 	return fmt.Sprintf("receipt for %s with phases %s", rec.BundleDigest, strings.Join(rec.Phases, ",")), nil
 }
 
-// jobPollInterval is how often the wait looks at the restore Job.
-var jobPollInterval = 3 * time.Second
+// jobPollInterval is how often the wait looks at the restore Job (one GET).
+var jobPollInterval = 500 * time.Millisecond
 
 // errReceived ends the Job's watch once the receipt is there.
 var errReceived = errors.New("receipt received")

@@ -163,6 +163,8 @@ func (k *kubeCluster) LocalAuthKey(ctx context.Context, ns string) (*auth.KeyPai
 func (k *kubeCluster) WaitReceipt(ctx context.Context, ns, digest string, onStatus func(string)) (*journal.Receipt, error) {
 	last := ""
 	return waitfor.Wait(ctx, k.cs, ns, digest, waitfor.Options{
+		// One GET of the journal a second: migrate waits on nothing else.
+		Interval: time.Second,
 		OnStatus: func(s waitfor.Status) {
 			msg := s.State
 			if s.Phase != "" {

@@ -34,7 +34,7 @@ type jobTimeline struct {
 	wall  time.Duration
 	steps map[string]time.Duration
 	// From the Job's creation, but restoreRan.
-	podStart, sidecarReady, restoreRan, sidecarStopped time.Duration
+	podStart, sidecarReady, restoreRan, sidecarStopped, jobComplete time.Duration
 }
 
 // benchJobMode migrates node 0 (the compact scenario in the real schema, a
@@ -177,6 +177,11 @@ func timeline(b *bench, c *harness.Cluster, ns string, m measured) (jobTimeline,
 		return tl, fmt.Errorf("the restore Job: %v", err)
 	}
 	created := jobs.Items[0].CreationTimestamp.Time
+	for _, cond := range jobs.Items[0].Status.Conditions {
+		if cond.Type == "Complete" {
+			tl.jobComplete = cond.LastTransitionTime.Sub(created)
+		}
+	}
 	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + jobs.Items[0].Name})
 	if err != nil || len(pods.Items) == 0 {
 		return tl, fmt.Errorf("the Job's pod: %v", err)
@@ -205,6 +210,6 @@ func (t jobTimeline) String() string {
 		steps = append(steps, fmt.Sprintf("%s %s", n, secs(d)))
 	}
 	sort.Strings(steps)
-	return fmt.Sprintf("steps: %s; Job: pod started +%s, PostgreSQL ready (restore started) +%s, restore ran %s, PostgreSQL stopped +%s",
-		strings.Join(steps, ", "), secs(t.podStart), secs(t.sidecarReady), secs(t.restoreRan), secs(t.sidecarStopped))
+	return fmt.Sprintf("steps: %s; Job: pod started +%s, PostgreSQL ready (restore started) +%s, restore ran %s, PostgreSQL stopped +%s, Job complete +%s",
+		strings.Join(steps, ", "), secs(t.podStart), secs(t.sidecarReady), secs(t.restoreRan), secs(t.sidecarStopped), secs(t.jobComplete))
 }
