@@ -100,11 +100,8 @@ func (o *MigrateOptions) validateAtReboot() error {
 	if _, err := atreboot.ParseMode(o.AtReboot); err != nil {
 		return err
 	}
-	switch {
-	case o.AtRebootTimeout <= 0:
+	if o.AtRebootTimeout <= 0 {
 		return fmt.Errorf("--at-reboot-timeout %s: give a positive duration", o.AtRebootTimeout)
-	case o.Postgres.FromEnv:
-		return errors.New("--db-from-env reads this shell's environment, which the unit at the reboot does not have: give --db or --db-env-file")
 	}
 	return nil
 }
