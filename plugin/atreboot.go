@@ -221,7 +221,7 @@ func (o *AtRebootHoldOptions) Run(ctx context.Context) error {
 	}
 	hostname, _ := os.Hostname()
 	ho := atreboot.HoldOptions{
-		Spec: s, Hostname: hostname, Redact: redact, FinishCommand: finishCommand(o.env.Caller, s),
+		Spec: s, Hostname: hostname, Redact: redact, FinishCommand: finishCommand(o.env.Caller, s), RedactArgs: redactArgs,
 		Log: o.logf,
 		State: func() (*migrate.State, error) {
 			return migrate.LoadState(s.StateDir, s.Ref, s.Target, s.Namespace)

@@ -250,9 +250,12 @@ func (o *MigrateOptions) repoReference() orasregistry.Reference {
 // 0 not up yet) is a note.
 func (o *MigrateOptions) armChecks(ctx context.Context, s *atreboot.Spec) ([]string, error) {
 	var notes []string
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
+	// Each check has its own few seconds: one that hangs does not eat the
+	// others' time.
+	check := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 10*time.Second) }
 	// Cluster 0.
+	cctx, cancel := check()
+	defer cancel()
 	if c, err := migrate.NewCluster(o.opts.Config); err != nil {
 		return nil, clierr.New(fmt.Errorf("cluster 0: %w", err), "", clierr.ExitUsage)
 	} else if err := c.Reachable(cctx); err != nil {
@@ -261,6 +264,8 @@ func (o *MigrateOptions) armChecks(ctx context.Context, s *atreboot.Spec) ([]str
 		notes = append(notes, fmt.Sprintf("cluster 0 answers (%s)", o.opts.Target))
 	}
 	// The registry: reachable, and the credentials accepted.
+	cctx, cancel = check()
+	defer cancel()
 	if o.opts.Ref.Remote() {
 		rc, err := registry.New(o.opts.Registry.Registry())
 		if err != nil {
@@ -274,6 +279,8 @@ func (o *MigrateOptions) armChecks(ctx context.Context, s *atreboot.Spec) ([]str
 		notes = append(notes, fmt.Sprintf("registry %s answers and accepts the credentials", o.opts.Ref.Registry))
 	}
 	// Node 0's database answers (assisted-service may still use it now).
+	cctx, cancel = check()
+	defer cancel()
 	if o.opts.SourceDB != "" {
 		conn, err := pgx.Connect(cctx, o.opts.SourceDB)
 		if err != nil {
@@ -293,6 +300,8 @@ func (o *MigrateOptions) armChecks(ctx context.Context, s *atreboot.Spec) ([]str
 		return nil, clierr.New(fmt.Errorf("--state-dir %s is not writable: %w", s.StateDir, err), "", clierr.ExitUsage)
 	}
 	// Disk: the copy of the files and the spool each take about their size.
+	cctx, cancel = check()
+	defer cancel()
 	if s.DataDir != "" {
 		_, size, err := files.Fingerprint(cctx, s.DataDir, append(append([]string{}, files.DefaultExcludes...), s.Exclude...))
 		if err != nil {
@@ -321,6 +330,10 @@ func (o *MigrateOptions) armChecks(ctx context.Context, s *atreboot.Spec) ([]str
 
 // runArm arms node 0 (or, with --dry-run, says what it would write).
 func (o *MigrateOptions) runArm(ctx context.Context) error {
+	// Node 0 first: on another host nothing else matters.
+	if _, err := atreboot.NodeZero(""); err != nil {
+		return armError(err)
+	}
 	spec, notes, err := o.armedSpec(ctx)
 	if err != nil {
 		return err

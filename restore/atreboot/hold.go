@@ -10,8 +10,10 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/restore/migrate"
 )
 
-// recordGrace is kept of the hard limit for writing the record.
-const recordGrace = 30 * time.Second
+// recordGrace is kept of the hard limit for what follows the last attempt:
+// an attempt may overrun its deadline by a client's own timeout (10 s), the
+// registry check (10 s) and the record on cluster 0 (10 s).
+const recordGrace = 45 * time.Second
 
 // HoldOptions configure Hold: the spec, and the migration's operations as
 // the plugin builds them from the spec's arguments.
@@ -34,8 +36,11 @@ type HoldOptions struct {
 	WaitReceipt func(ctx context.Context, digest string) error
 	// RecordOnCluster writes the record ConfigMap (nil: no cluster 0).
 	RecordOnCluster func(ctx context.Context, r *Record) error
-	// FinishCommand is the migrate command of the record.
+	// FinishCommand is the migrate command of the record file; RedactArgs
+	// hides what it may hold of secrets (a database URL's password) where the
+	// command is shown: the journal, the record's Next, cluster 0.
 	FinishCommand []string
+	RedactArgs    func([]string) []string
 	// Redact removes secrets from an error's text.
 	Redact func(string) string
 	// Log goes to the journal (the unit's output).
@@ -81,6 +86,9 @@ func (o *HoldOptions) defaults() {
 	if o.Retriable == nil {
 		o.Retriable = func(error) bool { return true }
 	}
+	if o.RedactArgs == nil {
+		o.RedactArgs = func(a []string) []string { return a }
+	}
 }
 
 // pushed reports whether the state records a pushed bundle.
@@ -123,7 +131,7 @@ func Hold(ctx context.Context, o HoldOptions) (*HoldResult, error) {
 	if pushed(st) {
 		// Checked again here: the bundle must be in the registry now, not
 		// only recorded as pushed once.
-		ictx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := o.InRegistry(ictx, st)
 		cancel()
 		if err == nil {
@@ -147,7 +155,7 @@ func Hold(ctx context.Context, o HoldOptions) (*HoldResult, error) {
 		}
 	}
 	if o.RecordOnCluster != nil {
-		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		res.RecordErr = o.RecordOnCluster(cctx, rec)
 		cancel()
 		if res.RecordErr != nil {
@@ -278,7 +286,7 @@ func (o *HoldOptions) record(res *HoldResult, st *migrate.State, lastErr error) 
 		r.LastError = o.Redact(lastErr.Error())
 	}
 	if st != nil {
-		r.StateDir = st.Dir()
+		r.RunDir = st.Dir()
 		r.Steps = map[string]string{}
 		for name, step := range st.Steps {
 			r.Steps[name] = step.State
@@ -290,8 +298,8 @@ func (o *HoldOptions) record(res *HoldResult, st *migrate.State, lastErr error) 
 	switch res.Outcome {
 	case OutcomePushed:
 		r.Next = []string{
-			fmt.Sprintf("Copy the migration's state directory %s from node 0 before it is gone (on a live ISO it is in memory): it holds the key that decrypts the bundle and the key that signed it.", r.StateDir),
-			"From any machine that reaches cluster 0 and the registry, with that copy as --state-dir, finish the migration (it reuses the pushed bundle and continues at the step that failed): " + shellJoin(r.FinishCommand),
+			fmt.Sprintf("Copy the migration's state directory %s from node 0 before it is gone (on a live ISO it is in memory): %s in it holds the key that decrypts the bundle and the key that signed it.", r.StateDir, r.RunDir),
+			"From any machine that reaches cluster 0 and the registry, with that copy as --state-dir, finish the migration (it reuses the pushed bundle and continues at the step that failed; the exact command is finishCommand in the record file): " + shellJoin(o.RedactArgs(r.FinishCommand)),
 		}
 	case OutcomeNotPushed:
 		r.Next = []string{

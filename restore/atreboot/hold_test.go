@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -53,7 +54,12 @@ func (w *holdWorld) push() {
 
 func (w *holdWorld) options(attempt func(ctx context.Context) error) HoldOptions {
 	return HoldOptions{
-		Spec: w.spec, Hostname: "node0", FinishCommand: []string{"kubectl", "assisted", "migrate", "--to=reg.example.com/a/b:v1"},
+		Spec: w.spec, Hostname: "node0", FinishCommand: []string{"kubectl", "assisted", "migrate", "--to=reg.example.com/a/b:v1", "--target-db=postgres://admin:c0-secret@x/installer"},
+		RedactArgs: func(a []string) []string {
+			out := append([]string{}, a...)
+			out[len(out)-1] = "--target-db=<redacted>"
+			return out
+		},
 		Attempt: func(ctx context.Context) error {
 			w.attempts++
 			w.now = w.now.Add(20 * time.Second)
@@ -68,7 +74,7 @@ func (w *holdWorld) options(attempt func(ctx context.Context) error) HoldOptions
 		},
 		RecordOnCluster: func(_ context.Context, r *Record) error { w.onCluster = append(w.onCluster, r); return nil },
 		Redact:          func(s string) string { return strings.ReplaceAll(s, "c0-secret", "<redacted>") },
-		Log:             func(f string, a ...any) { w.lines = append(w.lines, f) },
+		Log:             func(f string, a ...any) { w.lines = append(w.lines, fmt.Sprintf(f, a...)) },
 		Now:             func() time.Time { return w.now },
 		Sleep:           func(_ context.Context, d time.Duration) { w.now = w.now.Add(d) },
 	}
@@ -112,8 +118,17 @@ func TestHold_GivesUpAfterTheTimeoutWithTheBundlePushed(t *testing.T) {
 	}
 	r := res.Record
 	if r == nil || r.Digest == "" || r.Pinned == "" || r.Steps[migrate.StepBundle] != migrate.StateDone || len(r.Next) != 2 ||
-		!strings.Contains(r.Next[1], "kubectl assisted migrate --to=reg.example.com/a/b:v1") || strings.Contains(r.LastError, "c0-secret") {
+		!strings.Contains(r.Next[1], "kubectl assisted migrate --to=reg.example.com/a/b:v1 '--target-db=<redacted>'") || strings.Contains(r.LastError, "c0-secret") {
 		t.Fatalf("record %+v", r)
+	}
+	// The exact command is in the record file only (0600), never in the journal.
+	if !strings.Contains(strings.Join(r.FinishCommand, " "), "c0-secret") {
+		t.Fatalf("the record's finish command lost the target: %v", r.FinishCommand)
+	}
+	for _, line := range w.lines {
+		if strings.Contains(line, "c0-secret") {
+			t.Fatalf("a secret in the journal: %s", line)
+		}
 	}
 	data, err := os.ReadFile(res.RecordFile)
 	if err != nil {

@@ -56,9 +56,11 @@ type Record struct {
 	// Steps are the migration's steps as its state recorded them.
 	Steps     map[string]string `json:"steps,omitempty"`
 	LastError string            `json:"lastError,omitempty"`
-	// StateDir is the migration's state directory on node 0: it holds the
-	// bundle's age identity and the signing key pair a later migrate needs.
+	// StateDir is the migration's --state-dir on node 0; RunDir is this
+	// migration's directory in it, which holds the bundle's age identity and
+	// the signing key pair a later migrate needs.
 	StateDir string `json:"stateDir"`
+	RunDir   string `json:"runDir,omitempty"`
 	// Next says what to do, in order.
 	Next []string `json:"next"`
 	// FinishCommand is the migrate command that finishes the migration from

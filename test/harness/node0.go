@@ -29,7 +29,8 @@ import (
 //   - assisted-service.service: a client that keeps a session open on that
 //     database as assisted-service does (application_name assisted-service),
 //     Requires= the database, BindsTo= and After= the pod, and no ordering
-//     against the database, TimeoutStopSec=300; its /data is
+//     against the database, TimeoutStopSec=300; its stop closes the session
+//     (as the service's graceful stop closes its connections); its /data is
 //     Node0DataDir, removed when the unit stops, as podman removes a
 //     `podman run --rm` container's writable layer (ExecStopPost=podman rm).
 //
@@ -147,7 +148,10 @@ After=network-online.target assisted-service-pod.service
 
 [Service]
 ExecStart=/usr/local/bin/assisted-service-standin.sh
+ExecStop=/usr/local/bin/assisted-service-standin.sh stop
 ExecStopPost=/bin/rm -rf ` + Node0DataDir + `
+# psql exits 2 when its session is closed under it: that is this stand-in's stop.
+SuccessExitStatus=2
 Restart=on-failure
 TimeoutStopSec=300
 
@@ -156,10 +160,17 @@ WantedBy=multi-user.target
 `),
 		"/usr/local/bin/assisted-service-standin.sh": {Mode: 0o755, Data: []byte(fmt.Sprintf(`#!/bin/sh
 # Keeps a session on node 0's database open, as assisted-service does, after
-# waiting for the database as assisted-service's setupDB retries.
+# waiting for the database as assisted-service's setupDB retries. "stop" is
+# its graceful stop: the session closes before the unit has stopped.
 set -eu
 . %[1]s
 export PGPASSWORD="$DB_PASS"
+if [ "${1:-}" = stop ]; then
+	psql -qAtX -h "$DB_HOST" -p "$DB_PORT" -U "$DB_USER" -d "$DB_NAME" \
+		-c "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE application_name = 'assisted-service'" >/dev/null
+	echo "assisted-service: disconnected"
+	exit 0
+fi
 until psql -qAtX -h "$DB_HOST" -p "$DB_PORT" -U "$DB_USER" -d "$DB_NAME" -c 'SELECT 1' >/dev/null 2>&1; do sleep 0.3; done
 echo "assisted-service: connected to $DB_NAME"
 exec psql -qAtX -h "$DB_HOST" -p "$DB_PORT" -U "$DB_USER" -d "$DB_NAME" -c "SET application_name = 'assisted-service'" -c 'SELECT pg_sleep(86400)'

@@ -358,7 +358,7 @@ func (s *Systemd) Wait(t testing.TB, timeout time.Duration) (code int, at time.T
 	select {
 	case <-s.done:
 	case <-time.After(timeout):
-		t.Fatalf("%s still runs after %s:\n%s", s.Machine, timeout, tail(s.out.String(), 40))
+		t.Fatalf("%s still runs after %s; its journal ends:\n%s", s.Machine, timeout, s.JournalText(t, "-n", "80"))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -402,6 +402,7 @@ func (s *Systemd) Journal(t testing.TB, args ...string) []JournalEntry {
 	var entries []JournalEntry
 	for _, rec := range strings.Split(string(out), "\n\n") {
 		var e JournalEntry
+		var sysUnit, unit string
 		for _, line := range strings.Split(rec, "\n") {
 			k, v, ok := strings.Cut(line, "=")
 			if !ok {
@@ -412,16 +413,18 @@ func (s *Systemd) Journal(t testing.TB, args ...string) []JournalEntry {
 				us, _ := strconv.ParseInt(v, 10, 64)
 				e.Time = time.UnixMicro(us)
 			case "_SYSTEMD_UNIT":
-				e.Unit = v
+				sysUnit = v
 			case "UNIT":
-				if e.Unit == "" || e.Unit == "init.scope" {
-					e.Unit = v
-				}
+				unit = v
 			case "SYSLOG_IDENTIFIER":
 				e.Ident = v
 			case "MESSAGE":
 				e.Message = v
 			}
+		}
+		e.Unit = sysUnit
+		if sysUnit == "" || sysUnit == "init.scope" {
+			e.Unit = unit
 		}
 		if e.Message != "" {
 			entries = append(entries, e)
