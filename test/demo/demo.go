@@ -41,13 +41,13 @@ type demo struct {
 	node0DB, cluster0DB string // connection URLs (trust auth: no password)
 	// node0c is node 0 as a systemd container (-at-reboot); node0Counts its
 	// rows counted before it rebooted, when its database went away.
-	node0c      *harness.Node0
-	node0Counts map[string]int64
-	registry            *harness.Registry
-	registryNote        string
-	mirror              *harness.Registry
-	kube                *harness.Kube
-	kubeconfig          string // cluster 0, admin
+	node0c       *harness.Node0
+	node0Counts  map[string]int64
+	registry     *harness.Registry
+	registryNote string
+	mirror       *harness.Registry
+	kube         *harness.Kube
+	kubeconfig   string // cluster 0, admin
 
 	// Step 2.
 	node0 node0State
