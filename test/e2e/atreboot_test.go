@@ -452,6 +452,11 @@ func TestAtReboot_ClusterUnreachableRecordThenFinishElsewhere(t *testing.T) {
 	if rec.Outcome != atreboot.OutcomePushed || rec.Digest == "" || rec.Steps["bundle"] != "done" || len(rec.FinishCommand) < 4 || !strings.Contains(strings.Join(rec.Next, " "), rec.StateDir) {
 		t.Fatalf("record: %+v", rec)
 	}
+	for what, text := range map[string]string{"record file": string(mustReadFile(t, records[0])), "journal": s.node.JournalText(t)} {
+		if strings.Contains(text, s.node.DBPassword) {
+			t.Errorf("node 0's database password in the %s", what)
+		}
+	}
 	// The bundle is in the registry (read from the host, no key needed).
 	insp := s.plugin.Run(t, "bundle", "inspect", rec.Pinned, "--ca-file", s.registry.CAFile, "--registry-config", s.registry.AuthFile, "-o", "json")
 	if insp.ExitCode != 0 || !strings.Contains(insp.Stdout, rec.Digest) {
@@ -576,4 +581,36 @@ func TestAtReboot_NotNode0ManualAndDisarm(t *testing.T) {
 		}
 		s.checkArrived(t, want, res.Digest)
 	})
+}
+
+// TestAtReboot_RecordConfigMapOnCluster0: the record the hold leaves on
+// cluster 0 when it answers, written twice (the second replaces the first),
+// read back as a user would with kubectl.
+func TestAtReboot_RecordConfigMapOnCluster0(t *testing.T) {
+	t.Parallel()
+	k := harness.SharedKube(t)
+	ns := k.Namespace(t)
+	cs := k.Clientset(t)
+	ctx := context.Background()
+	rec := &atreboot.Record{APIVersion: atreboot.RecordAPIVersion, Kind: atreboot.RecordKind, Outcome: atreboot.OutcomePushed,
+		Mode: atreboot.ModeAuto, Attempts: 3, HeldSeconds: 600, Reference: "reg.example.com/a/b:v1", Digest: "sha256:" + strings.Repeat("a", 64),
+		Pinned: "reg.example.com/a/b@sha256:" + strings.Repeat("a", 64), Namespace: ns, StateDir: "/var/lib/kubectl-assisted/migrate",
+		Next: []string{"copy the state", "run migrate"}, FinishCommand: []string{"kubectl", "assisted", "migrate", "--target-db=<the database URL given when arming>"}}
+	for i := 0; i < 2; i++ {
+		rec.Attempts = 3 + i
+		if err := atreboot.WriteRecordConfigMap(ctx, cs, ns, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, atreboot.RecordConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got atreboot.Record
+	if err := json.Unmarshal([]byte(cm.Data["record.json"]), &got); err != nil || got.Attempts != 4 || got.Digest != rec.Digest {
+		t.Fatalf("record on cluster 0: %v %+v", err, got)
+	}
+	if !strings.Contains(cm.Data["summary"], "the bundle is in the registry: "+rec.Pinned) || cm.Labels["app.kubernetes.io/managed-by"] != "kubectl-assisted" {
+		t.Fatalf("ConfigMap %+v", cm)
+	}
 }
