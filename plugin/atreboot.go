@@ -290,6 +290,12 @@ func (o *AtRebootHoldOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if res.Outcome == atreboot.OutcomeMigrated || res.Outcome == atreboot.OutcomePushed {
+		// The bundle has the files: their copy in the clear goes.
+		if err := atreboot.RemoveCapture(s); err != nil {
+			o.logf("could not remove the copy of the files %s: %v", s.CaptureDir, err)
+		}
+	}
 	if res.Outcome == atreboot.OutcomeMigrated {
 		o.logf("done after %s: node 0 may reboot", res.Held.Round(time.Second))
 		return nil

@@ -42,14 +42,15 @@ func Capture(ctx context.Context, s *Spec) (*CaptureInfo, error) {
 	if err := os.MkdirAll(filepath.Dir(s.CaptureDir), 0o700); err != nil {
 		return nil, err
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := files.Write(ctx, pw, s.DataDir, files.WriteOptions{Exclude: append(append([]string{}, files.DefaultExcludes...), s.Exclude...)})
-		pw.CloseWithError(err)
-	}()
-	sum, err := files.Extract(ctx, pr, staging, files.ExtractOptions{PreserveOwner: os.Geteuid() == 0,
-		Rules: files.Rules{PreserveSpecialBits: true}})
-	pr.CloseWithError(err)
+	// The service still runs: a file it writes while it is read is read
+	// again (a few times), not copied torn.
+	var sum *files.Summary
+	var err error
+	for try := 0; try < 3; try++ {
+		if sum, err = copyTree(ctx, s, staging); !errors.Is(err, files.ErrChanged) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("copy %s: %w", s.DataDir, err)
 	}
@@ -65,6 +66,37 @@ func Capture(ctx context.Context, s *Spec) (*CaptureInfo, error) {
 		return nil, err
 	}
 	return info, nil
+}
+
+// copyTree streams the data directory through the files layer's writer into
+// its extractor at staging (which it removes first).
+func copyTree(ctx context.Context, s *Spec, staging string) (*files.Summary, error) {
+	if err := os.RemoveAll(staging); err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := files.Write(ctx, pw, s.DataDir, files.WriteOptions{Exclude: append(append([]string{}, files.DefaultExcludes...), s.Exclude...)})
+		pw.CloseWithError(err)
+	}()
+	sum, err := files.Extract(ctx, pr, staging, files.ExtractOptions{PreserveOwner: os.Geteuid() == 0,
+		Rules: files.Rules{PreserveSpecialBits: true}})
+	pr.CloseWithError(err)
+	return sum, err
+}
+
+// RemoveCapture removes the copy of the files (it holds secrets in the
+// clear: the kubeadmin password, kubeconfigs) once the bundle has them.
+func RemoveCapture(s *Spec) error {
+	if s.CaptureDir == "" {
+		return nil
+	}
+	for _, p := range []string{s.CaptureDir + captureMarkerSuffix, s.CaptureDir, s.CaptureDir + ".staging"} {
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Captured returns the completed capture of s, or nil when there is none.

@@ -392,6 +392,11 @@ func TestAtReboot_MigratesAtTheInstallersReboot(t *testing.T) {
 	if _, err := os.Stat(s.node.Path(harness.Node0DataDir)); !os.IsNotExist(err) {
 		t.Errorf("node 0's /data outlived the service (%v): the stand-in does not stand for podman run --rm", err)
 	}
+	// The copy of /data (kubeadmin password and kubeconfigs in the clear)
+	// went once the bundle had it.
+	if _, err := os.Stat(s.node.Path(arSpoolDir + "/at-reboot-data")); !os.IsNotExist(err) {
+		t.Errorf("the capture of /data is still on node 0 after the migration (%v)", err)
+	}
 	digest := ""
 	for _, e := range j {
 		if m, ok := strings.CutPrefix(e.Message, "migrated: cluster 0 holds the receipt of "); ok && e.Unit == atreboot.HoldUnit {
