@@ -28,6 +28,7 @@ type MigrateOptions struct {
 	cmdEnv
 	noArgs
 	bundleFlags
+	atRebootFlags
 	SourceKubeconfig string
 	SourceNamespaces []string
 	Live             bool
@@ -93,8 +94,9 @@ func newCmdMigrate(env *Env, o *MigrateOptions) *cobra.Command {
 	fs.StringVar(&o.ClusterID, "cluster-id", "", "Cluster 0's id in the database (default: the only cluster of the bundle)")
 	fs.StringVar(&o.StateDir, "state-dir", migrate.DefaultStateDir(), "Where the run keeps its state and generated keys (on node 0)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "Run the preflight checks and print the plan; change nothing (not even with --force) and write no state")
-	_ = cmd.MarkFlagRequired("to")
-	_ = cmd.MarkFlagRequired("target-kubeconfig")
+	o.atRebootFlags.AddFlags(fs)
+	// --to and --target-kubeconfig are required unless --disarm: Validate
+	// checks them.
 	return wire(env, cmd, o)
 }
 
@@ -175,6 +177,12 @@ func (o *MigrateOptions) resolve() error {
 // are usage errors. The engine's own checks of the resolved options run at
 // the start of Run.
 func (o *MigrateOptions) Validate() error {
+	if o.Disarm {
+		return o.validateDisarm()
+	}
+	if err := o.validateRequired(); err != nil {
+		return err
+	}
 	if err := o.bundleFlags.validate(); err != nil {
 		return err
 	}
@@ -193,17 +201,23 @@ func (o *MigrateOptions) Validate() error {
 	case len(o.Recipients)+len(o.RecipientFile) > 0 && o.Identity == "":
 		return errors.New("with --recipient/--recipients-file, give --identity FILE: the restore needs the matching private key")
 	}
-	return nil
+	return o.validateAtReboot()
 }
 
 // Run runs the migration (or, with --dry-run, only its preflight) and
 // renders what the engine reports.
 func (o *MigrateOptions) Run(ctx context.Context) error {
+	if o.Disarm {
+		return o.runDisarm(ctx)
+	}
 	if err := o.resolve(); err != nil {
 		return err
 	}
 	if err := o.opts.Validate(); err != nil {
 		return o.usage(err)
+	}
+	if o.AtReboot != "" {
+		return o.runArm(ctx)
 	}
 	r := &migrateRenderer{w: o.errOut, ev: &eventPrinter{w: o.errOut}}
 	o.opts.OnEvent = r.event

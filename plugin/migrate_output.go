@@ -45,7 +45,18 @@ printed as it runs:
 
 Rerunning the same command continues where the last run stopped (the state is in
 --state-dir). A failing step exits with 10 + its number: 11 preflight, 12 bundle,
-13 restore, 14 wait, 15 service, 16 switchover; 2 is a usage error.`
+13 restore, 14 wait, 15 service, 16 switchover; 2 is a usage error.
+
+--at-reboot arms node 0 instead of migrating now: it checks what it can (node 0,
+systemd, the registry and its credentials, node 0's database, keys, disk), writes
+the settings (0600) and two systemd units ordered between the agent-based
+installer's: at node 0's reboot the first copies --data-dir before
+assisted-service.service stops, the second runs this migration after it stopped
+and before assisted-service-db.service stops, and the reboot waits until cluster 0
+holds the receipt (--at-reboot-timeout, retrying; then it goes on once the bundle
+is in the registry, leaving a record of what to run). --at-reboot=manual only holds
+the reboot until the receipt of the bundle you migrate by hand. --disarm removes
+what --at-reboot wrote. Details: docs/migrate.md.`
 
 const migrateExample = `
   # On node 0 of a real install: restore with a Job on cluster 0, then hand over
@@ -62,7 +73,17 @@ const migrateExample = `
       --agent-service-config asc.yaml
 
   # Continue after a failure or a reboot of the shell: the same command again
-  %[1]s assisted migrate --to registry.example.com:5000/assisted/node0:v1 ...`
+  %[1]s assisted migrate --to registry.example.com:5000/assisted/node0:v1 ...
+
+  # On node 0, any time before the installer reboots it: migrate at that reboot
+  %[1]s assisted migrate --at-reboot --to registry.example.com:5000/assisted/node0:v1 \
+      --db-env-file /usr/local/share/assisted-service/assisted-service.env \
+      --data-dir "$(podman mount service)/data" --manifests-dir /etc/assisted/manifests \
+      --target-kubeconfig /root/cluster0.kubeconfig --target-db postgres://admin@10.0.0.5:5432/installer \
+      --target-data-dir /mnt/assisted-data --spool-dir /var/lib/kubectl-assisted/spool
+
+  # Undo it
+  %[1]s assisted migrate --disarm`
 
 // sourceClusterResources exports the assisted CRs from node 0's API; node
 // 0's local-auth key goes only into an encrypted layer.

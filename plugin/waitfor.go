@@ -45,8 +45,9 @@ func newCmdWaitForRestoreComplete(env *Env) *cobra.Command {
 		Use:   "restore-complete --bundle DIGEST [--timeout D]",
 		Short: "Block until cluster 0 holds the receipt of this bundle's restore",
 		Long: `Block until cluster 0 holds the receipt of the restore of exactly this bundle,
-with every phase done, then exit 0. Node 0 runs this before it reboots (see
-docs/examples/kubectl-assisted-wait-for-restore.service).
+with every phase done, then exit 0. To hold node 0's reboot until then, arm node 0
+with 'migrate --at-reboot' (or --at-reboot=manual when you migrate by hand): its
+systemd unit waits for the same receipt at the reboot (docs/migrate.md).
 
 Exit codes (docs/exit-codes.md): 0 restored; 30 timed out; 31 the restore failed
 (the reason is printed); 32 cluster 0 holds a receipt for another bundle, or an

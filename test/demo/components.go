@@ -27,11 +27,17 @@ func (d *demo) startComponents(s *stepRun) error {
 	s.say("plugin: %s (found by kubectl's plugin discovery as `kubectl assisted`)", harness.PluginBinary(d.r))
 
 	var err error
-	d.node0PG = harness.StartPostgres(d.r)
-	if d.node0DB, err = createDatabase(d.ctx, d.node0PG); err != nil {
-		return fmt.Errorf("node 0 database: %w", err)
+	if d.opts.atReboot {
+		if err := d.startNode0Container(s); err != nil {
+			return err
+		}
+	} else {
+		d.node0PG = harness.StartPostgres(d.r)
+		if d.node0DB, err = createDatabase(d.ctx, d.node0PG); err != nil {
+			return fmt.Errorf("node 0 database: %w", err)
+		}
+		s.say("node 0 PostgreSQL %d:    %s", d.node0PG.Version(), d.node0DB)
 	}
-	s.say("node 0 PostgreSQL %d:    %s", d.node0PG.Version(), d.node0DB)
 
 	if d.opts.job {
 		d.cluster = harness.SharedCluster(d.r)

@@ -49,6 +49,9 @@ func startKeeper(o options, stdout, stderr io.Writer) int {
 	if o.job {
 		args = append(args, "-job")
 	}
+	if o.atReboot {
+		args = append(args, "-at-reboot")
+	}
 	if o.summary != "" {
 		abs, _ := filepath.Abs(o.summary)
 		args = append(args, "-summary", abs)

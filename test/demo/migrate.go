@@ -66,6 +66,9 @@ func (d *demo) runMigration(s *stepRun) (*migration, error) {
 	if d.opts.twoStep {
 		return d.migrateInTwoSteps(s)
 	}
+	if d.opts.atReboot {
+		return d.migrateAtReboot(s)
+	}
 	return d.migrateCommand(s)
 }
 

@@ -6,6 +6,7 @@
 #   test/tools/install.sh apt        # only Debian packages
 #   test/tools/install.sh go         # only Go-built tools and generated CRDs
 #   test/tools/install.sh postgres   # only the PostgreSQL majors from npm
+#   test/tools/install.sh systemd    # only the Debian roots systemd-nspawn boots (as root)
 #
 # Each step says what it does on stderr; a build's own output goes to
 # $CACHE/logs/<tool>.log and, when the step fails, its last lines are printed
@@ -62,8 +63,10 @@ run() {
 # (tests, demo, bench), xorriso/cpio/xz (ISO fixtures, day-2 tests, bench), zstd
 # and tar (bench reference pipeline), htpasswd, getfattr, openssl, git (dist);
 # containerd, runc and the CNI plugins for the test node's kubelet
-# (test/harness/node.go), nss_wrapper for the PostgreSQL images it runs (any
-# UID, as sclorg's images do it), iproute2 and iptables for the pod network.
+# (test/harness/cluster.go), nss_wrapper for the PostgreSQL images it runs (any
+# UID, as sclorg's images do it), iproute2 and iptables for the pod network;
+# debootstrap, systemd-nspawn, nsenter and journalctl (systemd as PID 1 in a
+# container: test/harness/systemd.go).
 install_apt() {
   local missing=() want
   # binary:package pairs
@@ -71,7 +74,8 @@ install_apt() {
       docker-registry:docker-registry skopeo:skopeo xorriso:xorriso cpio:cpio xz:xz-utils zstd:zstd tar:tar \
       htpasswd:apache2-utils getfattr:attr openssl:openssl git:git flock:util-linux \
       containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins \
-      /usr/lib/x86_64-linux-gnu/libnss_wrapper.so:libnss-wrapper ip:iproute2 iptables:iptables; do
+      /usr/lib/x86_64-linux-gnu/libnss_wrapper.so:libnss-wrapper ip:iproute2 iptables:iptables \
+      debootstrap:debootstrap systemd-nspawn:systemd-container nsenter:util-linux journalctl:systemd; do
     case ${want%%:*} in
       /*) [ -e "${want%%:*}" ] || missing+=("${want#*:}") ;;
       *) command -v "${want%%:*}" >/dev/null 2>&1 || missing+=("${want#*:}") ;;
@@ -293,12 +297,79 @@ install_postgres_majors() {
   done
 }
 
+# Debian roots that systemd-nspawn boots with systemd as PID 1 (test/harness
+# StartSystemd): NAME:PACKAGES pairs, each made once by debootstrap (minbase)
+# from the machine's Debian mirror and kept in $CACHE/versions/nspawn-NAME-KEY,
+# KEY a hash of the suite, the packages and NSPAWN_REVISION; linked as
+# $CACHE/nspawn/NAME. Cold: about 2 minutes and 430 MB a root. node0 is node 0
+# of an agent-based install: systemd, D-Bus (logind, for `shutdown -r +1`) and
+# Debian's PostgreSQL 15 for the stand-in of assisted-service-db.service.
+NSPAWN_SUITE=${NSPAWN_SUITE:-bookworm}
+NSPAWN_ROOTS=${NSPAWN_ROOTS:-node0:systemd,systemd-sysv,dbus,postgresql-15,postgresql-client-15}
+NSPAWN_REVISION=${NSPAWN_REVISION:-1}
+
+# debian_mirror is the mirror apt uses here (NSPAWN_MIRROR overrides it).
+debian_mirror() {
+  if [ -n "${NSPAWN_MIRROR:-}" ]; then echo "$NSPAWN_MIRROR"; return; fi
+  local m=""
+  if [ -d /etc/apt/sources.list.d ]; then
+    m=$(awk '/^URIs:/ {u=$2} /^Suites:/ && u != "" && $0 !~ /security/ {print u; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+  fi
+  if [ -z "$m" ] && [ -f /etc/apt/sources.list ]; then
+    m=$(awk '$1 == "deb" && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list)
+  fi
+  echo "${m:-http://deb.debian.org/debian}"
+}
+
+install_systemd_roots() {
+  if [ "$(uname -s)" != Linux ]; then
+    log "systemd roots: Linux only; skipped"
+    return 0
+  fi
+  if [ "$(id -u)" != 0 ]; then
+    log "systemd roots: debootstrap and systemd-nspawn need root; skipped (tests that boot systemd are skipped, or fail with CI=true)"
+    return 0
+  fi
+  local mirror spec
+  mirror=$(debian_mirror)
+  mkdir -p "$CACHE/nspawn" "$CACHE/versions"
+  for spec in $NSPAWN_ROOTS; do
+    local name=${spec%%:*} pkgs=${spec#*:}
+    local stamp="$NSPAWN_SUITE minbase $pkgs r$NSPAWN_REVISION"
+    local key
+    key=$(printf '%s' "$stamp" | sha256sum | cut -c1-12)
+    local dest=$CACHE/versions/nspawn-$name-$key
+    if [ "$(cat "$dest/.done" 2>/dev/null)" = "$stamp" ]; then
+      log "systemd root $name: cached"
+    else
+      log "building systemd root $name: debootstrap $NSPAWN_SUITE with $pkgs from $mirror (cold: about 2 minutes)"
+      rm -rf "$dest" "$dest.tmp" && mkdir -p "$dest.tmp"
+      run "nspawn-$name" debootstrap --variant=minbase --include="$pkgs" "$NSPAWN_SUITE" "$dest.tmp/root" "$mirror"
+      local r=$dest.tmp/root
+      # What a container never uses: downloaded packages, package lists,
+      # documentation.
+      rm -rf "$r"/var/cache/apt/archives/*.deb "$r"/var/lib/apt/lists/* "$r"/usr/share/doc "$r"/usr/share/man "$r"/usr/share/info "$r"/usr/share/locale
+      # The container shares the host's network: no service of the root may
+      # take a host port by itself (Debian's PostgreSQL cluster 15/main on
+      # 5432); tests start what they need.
+      for u in postgresql.service postgresql@.service; do ln -sfn /dev/null "$r/etc/systemd/system/$u"; done
+      rm -rf "$r/var/lib/postgresql/15/main" "$r/etc/postgresql/15/main"
+      # A persistent journal: tests read it after the container has stopped.
+      mkdir -p "$r/var/log/journal"
+      echo "$stamp" >"$dest.tmp/.done"
+      mv "$dest.tmp" "$dest"
+    fi
+    ln -sfn "$dest/root" "$CACHE/nspawn/$name"
+  done
+}
+
 case $what in
   apt) install_apt ;;
   go) install_go ;;
   postgres) install_postgres_majors ;;
-  all) install_apt; install_go; install_postgres_majors ;;
-  *) echo "usage: $0 [all|apt|go|postgres]" >&2; exit 2 ;;
+  systemd) install_systemd_roots ;;
+  all) install_apt; install_go; install_postgres_majors; install_systemd_roots ;;
+  *) echo "usage: $0 [all|apt|go|postgres|systemd]" >&2; exit 2 ;;
 esac
 log "done: tools in $BIN, generated CRDs in $CACHE/crds"
 echo "$BIN"
