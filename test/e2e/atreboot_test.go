@@ -60,41 +60,12 @@ func newAtRebootSites(t *testing.T, withASC, viaProxy bool) *atRebootSites {
 	t.Helper()
 	s := &atRebootSites{scenario: assisted.Scenarios()[0], asc: withASC,
 		serviceURL: "https://assisted-service-mce.apps.compact.example.com", kubeadminPwd: "KubeadminPw-" + fmt.Sprint(time.Now().UnixNano())}
-	ctx := context.Background()
 	// Cluster 0's storage: mounted on node 0 (direct restore).
 	s.targetData = filepath.Join(harness.SharedTempDir(t, "c0data"), "assisted-data")
 	if err := os.Mkdir(s.targetData, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s.node = harness.StartNode0(t, harness.Node0Options{Bind: []string{s.targetData}})
-
-	// Node 0's database: the schema and a compact cluster mid-install.
-	harness.LoadSQLFile(t, s.node.URL("admin", "installer"), harness.AssistedSchemaPath())
-	conn := (&harness.Database{Name: "installer", URL: s.node.URL("admin", "installer")}).Connect(t)
-	if err := assisted.InsertScenario(ctx, conn, s.scenario); err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.QueryRow(ctx, `SELECT id::text FROM clusters`).Scan(&s.clusterID); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
-	// The service's /data and the installer's manifests.
-	src := node0DataDir(t, s.clusterID, s.kubeadminPwd)
-	if err := os.MkdirAll(s.node.Path(harness.Node0DataDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// cp -a keeps the modes, times and user.* xattrs the bundle carries.
-	if out, err := exec.Command("cp", "-a", src+"/.", s.node.Path(harness.Node0DataDir)).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v\n%s", err, out)
-	}
-	for i, o := range s.scenario.Objects {
-		data, err := yaml.Marshal(o.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.node.WriteFile(t, fmt.Sprintf("%s/%02d-%s.yaml", harness.Node0ManifestsDir, i, strings.ToLower(o.GetKind())), data, 0o600)
-	}
-	s.node.WaitServiceSession(t, 60*time.Second)
+	s.startNode0(t, harness.Node0Options{Bind: []string{s.targetData}})
 
 	// The registry; its CA and node 0's credential where podman and docker
 	// keep them ($HOME/.docker/config.json).
@@ -146,6 +117,44 @@ spec:
 	}
 	s.plugin = harness.NewPlugin(t)
 	return s
+}
+
+// startNode0 boots node 0 (harness.StartNode0) and seeds it as the installer
+// leaves it: the schema and a compact cluster mid-install in its database,
+// the service's /data, the ABI manifests; it returns once the service holds
+// its database session.
+func (s *atRebootSites) startNode0(t *testing.T, o harness.Node0Options) {
+	t.Helper()
+	ctx := context.Background()
+	s.node = harness.StartNode0(t, o)
+	// Node 0's database: the schema and a compact cluster mid-install.
+	harness.LoadSQLFile(t, s.node.URL("admin", "installer"), harness.AssistedSchemaPath())
+	conn := (&harness.Database{Name: "installer", URL: s.node.URL("admin", "installer")}).Connect(t)
+	if err := assisted.InsertScenario(ctx, conn, s.scenario); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT id::text FROM clusters`).Scan(&s.clusterID); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	// The service's /data and the installer's manifests.
+	src := node0DataDir(t, s.clusterID, s.kubeadminPwd)
+	if err := os.MkdirAll(s.node.Path(harness.Node0DataDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// cp -a keeps the modes, times and user.* xattrs the bundle carries.
+	if out, err := exec.Command("cp", "-a", src+"/.", s.node.Path(harness.Node0DataDir)).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	for i, o := range s.scenario.Objects {
+		data, err := yaml.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.node.WriteFile(t, fmt.Sprintf("%s/%02d-%s.yaml", harness.Node0ManifestsDir, i, strings.ToLower(o.GetKind())), data, 0o600)
+	}
+	s.node.WaitServiceSession(t, 60*time.Second)
+
 }
 
 func mustReadFile(t *testing.T, p string) []byte {

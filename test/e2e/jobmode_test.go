@@ -77,6 +77,9 @@ spec:
 
 // tolerations tolerate the test's taint.
 func (s *jobSites) tolerations() []corev1.Toleration {
+	if s.taint.Key == "" {
+		return nil
+	}
 	return []corev1.Toleration{{Key: s.taint.Key, Operator: corev1.TolerationOpEqual, Value: s.taint.Value, Effect: s.taint.Effect}}
 }
 
