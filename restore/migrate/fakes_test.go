@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -31,6 +32,7 @@ type fakeDB struct {
 	watermark  Watermark
 	clusterIDs []string
 	calls      []string
+	version    int // server_version_num; 0: 15.20
 }
 
 func (f *fakeDB) OtherSessions(_ context.Context, dsn string) (int, string, error) {
@@ -42,6 +44,14 @@ func (f *fakeDB) Watermark(_ context.Context, dsn string) (*Watermark, error) {
 	f.calls = append(f.calls, "watermark "+dsn)
 	w := f.watermark
 	return &w, f.err
+}
+
+func (f *fakeDB) ServerVersion(_ context.Context, dsn string) (string, int, error) {
+	f.calls = append(f.calls, "version "+dsn)
+	if f.version == 0 {
+		return "15.20", 150020, f.err
+	}
+	return fmt.Sprintf("%d.1", f.version/10000), f.version, f.err
 }
 
 func (f *fakeDB) ClusterIDs(_ context.Context, dsn string) ([]string, error) {

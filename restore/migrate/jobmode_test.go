@@ -23,7 +23,8 @@ func TestPreflight_JobModeFindsTheOperator(t *testing.T) {
 	if m.operator == nil || m.operator.DatabaseImage != "quay.io/sclorg/postgresql-12-c8s:latest" || m.databaseMajor != 12 {
 		t.Fatalf("operator %+v, major %d", m.operator, m.databaseMajor)
 	}
-	for _, want := range []string{"mce/infrastructure-operator", "postgresql-12-c8s", "1 toleration"} {
+	for _, want := range []string{"mce/infrastructure-operator", "postgresql-12-c8s", "1 toleration",
+		"node 0 runs PostgreSQL 15.20, newer than the operator's 12"} {
 		if !strings.Contains(detail, want) {
 			t.Errorf("preflight %q lacks %q", detail, want)
 		}

@@ -238,6 +238,8 @@ type DB interface {
 	Watermark(ctx context.Context, dsn string) (*Watermark, error)
 	// ClusterIDs lists the clusters that are not soft-deleted.
 	ClusterIDs(ctx context.Context, dsn string) ([]string, error)
+	// ServerVersion is the server's server_version and server_version_num.
+	ServerVersion(ctx context.Context, dsn string) (string, int, error)
 }
 
 // Cluster is what migrate does on cluster 0.

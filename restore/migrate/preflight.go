@@ -115,6 +115,13 @@ func (m *migration) findOperator(ctx context.Context) (string, error) {
 	}
 	if m.databaseMajor == 0 {
 		note += " (its major is not in its name: the restore cannot check it)"
+	} else if o.SourceDB != "" {
+		// A logical dump restores into an older major when that server
+		// accepts its schema; the restore tries it before writing.
+		if v, n, err := o.DB.ServerVersion(ctx, o.SourceDB); err == nil && n/10000 > m.databaseMajor {
+			note += fmt.Sprintf("; node 0 runs PostgreSQL %s, newer than the operator's %d: the restore tries the bundle's schema on %d before it writes anything, and stops there if %d refuses it",
+				v, m.databaseMajor, m.databaseMajor, m.databaseMajor)
+		}
 	}
 	if len(op.NodeSelector) > 0 || len(op.Tolerations) > 0 {
 		note += fmt.Sprintf("; the Job is placed as the operator places assisted-service (node selector %v, %d toleration(s))", op.NodeSelector, len(op.Tolerations))
