@@ -214,29 +214,7 @@ func (s *atRebootSites) snapshot(t *testing.T) before {
 func (s *atRebootSites) checkArrived(t *testing.T, want before, digest string) {
 	t.Helper()
 	ctx := context.Background()
-	got := tableDigests(t, s.targetDB.URL)
-	for tb, w := range want.rows {
-		if tb != "release_images" && got[tb] != w {
-			t.Errorf("table %s on cluster 0: %s, node 0 had %s", tb, got[tb], w)
-		}
-	}
-	dst := treeOf(t, s.targetData)
-	for p, w := range want.tree {
-		if strings.HasPrefix(p, "installercache") {
-			if _, ok := dst[p]; ok {
-				t.Errorf("%s is a cache and must not be restored", p)
-			}
-			continue
-		}
-		if dst[p] != w {
-			t.Errorf("file %s: node 0 %q, cluster 0 %q", p, w, dst[p])
-		}
-	}
-	for p := range dst {
-		if _, ok := want.tree[p]; !ok {
-			t.Errorf("file %s on cluster 0 was never on node 0", p)
-		}
-	}
+	compareMigrated(t, want.rows, want.tree, tableDigests(t, s.targetDB.URL), treeOf(t, s.targetData))
 	dyn := s.kube.Dynamic(t)
 	cd, err := dyn.Resource(schema.GroupVersionResource{Group: "hive.openshift.io", Version: "v1", Resource: "clusterdeployments"}).
 		Namespace(s.crNS).Get(ctx, "compact", metav1.GetOptions{})

@@ -114,16 +114,7 @@ spec:
 	t.Logf("held reboot, job mode:\n%s", hold)
 
 	seen, pgLog := js.runOperatorPod(t, "")
-	for tb, w := range want.rows {
-		if tb != "release_images" && seen.Tables[tb] != w {
-			t.Errorf("table %s on cluster 0: %s, node 0 had %s", tb, seen.Tables[tb], w)
-		}
-	}
-	for p, w := range want.tree {
-		if !strings.HasPrefix(p, "installercache") && seen.Files[p] != w {
-			t.Errorf("file %s: node 0 %q, cluster 0 %q", p, w, seen.Files[p])
-		}
-	}
+	compareMigrated(t, want.rows, want.tree, seen.Tables, seen.Files)
 	if !strings.Contains(pgLog, "database system was shut down at") {
 		t.Errorf("the operator's postgres did not start from a clean shutdown:\n%s", pgLog)
 	}

@@ -261,7 +261,14 @@ func (s *migrateSites) checkMigrated(t *testing.T, digest string) {
 // the data dir's tree) with node 0's.
 func (s *migrateSites) checkRowsAndFiles(t *testing.T, got, dst map[string]string) {
 	t.Helper()
-	want := tableDigests(t, s.node0DB.URL)
+	compareMigrated(t, tableDigests(t, s.node0DB.URL), treeOf(t, s.dataDir), got, dst)
+}
+
+// compareMigrated compares cluster 0's table digests and file tree (got,
+// dst) with node 0's (want, src): every table but the release image cache,
+// every file but the installer cache, and no file node 0 never had.
+func compareMigrated(t *testing.T, want, src, got, dst map[string]string) {
+	t.Helper()
 	for tb, w := range want {
 		if tb == "release_images" {
 			continue // a cache: definition only, by default
@@ -270,7 +277,6 @@ func (s *migrateSites) checkRowsAndFiles(t *testing.T, got, dst map[string]strin
 			t.Errorf("table %s differs on cluster 0: node 0 %s, cluster 0 %s", tb, w, got[tb])
 		}
 	}
-	src := treeOf(t, s.dataDir)
 	for p, w := range src {
 		if strings.HasPrefix(p, "installercache") {
 			if _, ok := dst[p]; ok {
