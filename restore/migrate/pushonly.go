@@ -2,7 +2,6 @@ package migrate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
@@ -40,34 +39,11 @@ func PushOnly(ctx context.Context, o Options) (*Result, error) {
 				"Stop assisted-service on node 0 first, or pass --live."))
 		}
 	}
-	start := m.now()
-	m.event(Event{Type: EventStepStart, Step: StepBundle, Number: StepNumber(StepBundle)})
-	st.Steps[StepBundle] = &StepState{State: StateRunning, StartedAt: start}
-	if err := st.Save(); err != nil {
-		return fail(fmt.Errorf("save state: %w", err))
-	}
-	detail, err := bundleStep{}.run(ctx, m)
-	rec := st.Steps[StepBundle]
-	rec.FinishedAt = m.now()
+	sr, err := m.runStep(ctx, bundleStep{})
 	if err != nil {
-		rec.State, rec.Detail = StateFailed, redactDSNs(err.Error(), o.SourceDB, o.TargetDB)
-		if serr := st.Save(); serr != nil {
-			err = errors.Join(err, fmt.Errorf("save state: %w", serr))
-		}
 		return fail(err)
 	}
-	rec.State, rec.Detail = StateDone, detail
-	if err := st.Save(); err != nil {
-		return fail(fmt.Errorf("save state: %w", err))
-	}
-	m.event(Event{Type: EventStepDone, Step: StepBundle, Number: StepNumber(StepBundle), State: rec.State, Detail: detail, Duration: rec.FinishedAt.Sub(start)})
-	res.Digest = st.Digest
-	res.Steps = []StepResult{{Name: StepBundle, State: rec.State, Ran: true, Detail: detail, DurationSeconds: seconds(rec.FinishedAt.Sub(start))}}
-	if st.Recipient != "" {
-		res.IdentityFile = st.IdentityPath()
-	}
-	if k, _, err := st.Signer(); err == nil {
-		res.SignerFile, res.Signer = st.SignerPath(), k.Fingerprint
-	}
+	res.Digest, res.Steps = st.Digest, []StepResult{sr}
+	m.addKeys(res)
 	return res, nil
 }

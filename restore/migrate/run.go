@@ -139,41 +139,64 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				DurationSeconds: seconds(rec.FinishedAt.Sub(rec.StartedAt))})
 			continue
 		}
-		m.event(Event{Type: EventStepStart, Step: name, Number: n})
-		start := m.now()
-		st.Steps[name] = &StepState{State: StateRunning, StartedAt: start}
-		if err := st.Save(); err != nil {
-			return fail(fmt.Errorf("save state: %w", err))
-		}
-		detail, err := s.run(ctx, m)
-		rec := st.Steps[name]
-		rec.FinishedAt = m.now()
+		sr, err := m.runStep(ctx, s)
 		if err != nil {
-			rec.State, rec.Detail = StateFailed, redactDSNs(err.Error(), o.SourceDB, o.TargetDB)
-			if serr := st.Save(); serr != nil {
-				err = errors.Join(err, fmt.Errorf("save state: %w", serr))
-			}
 			return fail(err)
 		}
-		rec.State, rec.Detail = StateDone, detail
-		if d, ok := strings.CutPrefix(detail, skippedPrefix); ok {
-			rec.State, rec.Detail = StateSkipped, d
-		}
-		if err := st.Save(); err != nil {
-			return fail(fmt.Errorf("save state: %w", err))
-		}
-		d := rec.FinishedAt.Sub(start)
-		m.event(Event{Type: EventStepDone, Step: name, Number: n, State: rec.State, Detail: detail, Duration: d})
-		res.Steps = append(res.Steps, StepResult{Name: name, State: rec.State, Ran: true, Detail: rec.Detail, DurationSeconds: seconds(d)})
+		res.Steps = append(res.Steps, sr)
 	}
 	res.Digest, res.ServiceURL, res.Watermark = st.Digest, o.ServiceURL, st.Watermark
+	m.addKeys(res)
+	return res, nil
+}
+
+// runStep runs one step, recording it in the state as running, then done,
+// skipped or failed (the message without connection strings), and telling
+// OnEvent.
+func (m *migration) runStep(ctx context.Context, s step) (StepResult, error) {
+	o, st := m.o, m.state
+	name, n := s.name(), StepNumber(s.name())
+	m.event(Event{Type: EventStepStart, Step: name, Number: n})
+	start := m.now()
+	st.Steps[name] = &StepState{State: StateRunning, StartedAt: start}
+	if err := st.Save(); err != nil {
+		return StepResult{}, fmt.Errorf("save state: %w", err)
+	}
+	detail, err := s.run(ctx, m)
+	rec := st.Steps[name]
+	if rec == nil { // the step reset itself (a failed restore Job)
+		rec = &StepState{StartedAt: start}
+		st.Steps[name] = rec
+	}
+	rec.FinishedAt = m.now()
+	if err != nil {
+		rec.State, rec.Detail = StateFailed, redactDSNs(err.Error(), o.SourceDB, o.TargetDB)
+		if serr := st.Save(); serr != nil {
+			err = errors.Join(err, fmt.Errorf("save state: %w", serr))
+		}
+		return StepResult{}, err
+	}
+	rec.State, rec.Detail = StateDone, detail
+	if d, ok := strings.CutPrefix(detail, skippedPrefix); ok {
+		rec.State, rec.Detail = StateSkipped, d
+	}
+	if err := st.Save(); err != nil {
+		return StepResult{}, fmt.Errorf("save state: %w", err)
+	}
+	d := rec.FinishedAt.Sub(start)
+	m.event(Event{Type: EventStepDone, Step: name, Number: n, State: rec.State, Detail: detail, Duration: d})
+	return StepResult{Name: name, State: rec.State, Ran: true, Detail: rec.Detail, DurationSeconds: seconds(d)}, nil
+}
+
+// addKeys names the run's generated identity and signing key in res.
+func (m *migration) addKeys(res *Result) {
+	st := m.state
 	if st.Recipient != "" {
 		res.IdentityFile = st.IdentityPath()
 	}
 	if k, _, err := st.Signer(); err == nil {
 		res.SignerFile, res.Signer = st.SignerPath(), k.Fingerprint
 	}
-	return res, nil
 }
 
 // Plan is what a dry run found: the preflight's outcome and what each step
