@@ -19,17 +19,22 @@ const (
 	atRebootCA         = "/root/registry-ca.pem"
 	atRebootStateDir   = "/var/lib/kubectl-assisted/migrate"
 	atRebootSpoolDir   = "/var/lib/kubectl-assisted/spool"
+	atRebootASC        = "/root/agentserviceconfig.yaml"
 )
 
 // startNode0Container is node 0 for -at-reboot: a systemd container with the
 // agent-based installer's units (harness.StartNode0), its PostgreSQL as
 // assisted-service-db.service, cluster 0's storage mounted (direct restore).
 func (d *demo) startNode0Container(s *stepRun) error {
-	data := d.path("cluster0", "data")
-	if err := mkdirs(data); err != nil {
-		return err
+	var opts harness.Node0Options
+	if !d.opts.job {
+		data := d.path("cluster0", "data")
+		if err := mkdirs(data); err != nil {
+			return err
+		}
+		opts.Bind = []string{data}
 	}
-	d.node0c = harness.StartNode0(d.r, harness.Node0Options{Bind: []string{data}})
+	d.node0c = harness.StartNode0(d.r, opts)
 	d.node0DB = d.node0c.URL("admin", databaseName)
 	s.say("node 0:                  systemd container %s: systemd as PID 1 (systemd-nspawn), the agent-based installer's", d.node0c.Machine)
 	s.say("                         units (node-zero, assisted-service-pod, -db, assisted-service; stand-ins), root %s", d.node0c.Root)
@@ -88,8 +93,18 @@ func (d *demo) migrateAtReboot(s *stepRun) (*migration, error) {
 
 	args := []string{"migrate", "--at-reboot", "--to", d.ref(), "--state-dir", atRebootStateDir, "--spool-dir", atRebootSpoolDir,
 		"--db-env-file", harness.Node0EnvFile, "--data-dir", harness.Node0DataDir, "--manifests-dir", harness.Node0ManifestsDir,
-		"--target-kubeconfig", atRebootKubeconfig, "-n", serviceNamespace,
-		"--target-db", d.cluster0DB, "--target-data-dir", d.path("cluster0", "data"), "--service-url", serviceURL}
+		"--target-kubeconfig", atRebootKubeconfig, "-n", serviceNamespace, "--service-url", serviceURL}
+	if d.cluster != nil {
+		// As on a real install: at the reboot, the restore Job on cluster 0.
+		asc, err := os.ReadFile(d.ascFile)
+		if err != nil {
+			return nil, err
+		}
+		n.WriteFile(d.r, atRebootASC, asc, 0o644)
+		args = append(args, "--agent-service-config", atRebootASC)
+	} else {
+		args = append(args, "--target-db", d.cluster0DB, "--target-data-dir", d.path("cluster0", "data"))
+	}
 	args = append(args, regArgs...)
 	done := s.command("kubectl assisted " + shellQuote(args) + "   # on node 0")
 	r := n.ExecWith(d.r, harness.ExecOptions{Timeout: 2 * time.Minute}, append([]string{harness.Node0Binary}, args...)...)
@@ -145,6 +160,12 @@ func (d *demo) migrateAtReboot(s *stepRun) (*migration, error) {
 	s.block(journal)
 	if m.Digest == "" {
 		return nil, fmt.Errorf("the migration did not complete at the reboot (%d failed attempt(s))", len(failed))
+	}
+	if d.cluster != nil {
+		m.Via = "kubectl assisted migrate --at-reboot (run by systemd at node 0's reboot; restore Job on the node)"
+		if err := d.serveCluster0(s); err != nil {
+			return nil, err
+		}
 	}
 	held := holdEnd.Sub(holdStart)
 	s.say("the reboot was asked at %s, began a minute later, and waited %s for the migration; node 0 rebooted %s after",

@@ -27,7 +27,7 @@ import (
 	"syscall"
 )
 
-const usage = `usage: demo [-summary FILE] [-keep] [-state DIR] [-two-step | -job | -at-reboot]
+const usage = `usage: demo [-summary FILE] [-keep] [-state DIR] [-two-step | [-job] [-at-reboot]]
        demo clean [-state DIR]
 
 Runs kubectl-assisted's migration and a day-2 ISO end to end on local components.
@@ -70,7 +70,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() > 0 || btoi(o.twoStep)+btoi(o.job)+btoi(o.atReboot) > 1 {
+	// -at-reboot -job is the production path: node 0 armed, the restore
+	// Job at its reboot.
+	if fs.NArg() > 0 || (o.twoStep && (o.job || o.atReboot)) {
 		fs.Usage()
 		return 2
 	}
@@ -191,11 +193,4 @@ func removeState(dir string) error {
 		return fmt.Errorf("remove %s: %w", dir, err)
 	}
 	return nil
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
