@@ -355,7 +355,7 @@ func armError(err error) error {
 	switch {
 	case errors.As(err, &nz):
 		return clierr.New(err, "Arm on node 0, the host that runs assisted-service, before the installer reboots it.", clierr.ExitError)
-	case errors.Is(err, atreboot.NoSystemdError):
+	case errors.Is(err, atreboot.ErrNoSystemd):
 		return clierr.New(err, "Arm on node 0 itself, under its systemd.", clierr.ExitError)
 	case errors.As(err, &be):
 		return clierr.New(err, fmt.Sprintf("Give a shorter --at-reboot-timeout (at most %s).", be.Budget.HardLimit.Truncate(time.Second)), clierr.ExitUsage)

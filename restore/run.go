@@ -369,13 +369,14 @@ func (r *runner) checkTargets(ctx context.Context) error {
 	if r.cs == nil && !r.o.dryRun() {
 		r.jdb = &journal.DB{ConnString: r.o.TargetDB}
 		r.res.Namespace = "" // nothing goes to a cluster
-		j, err := r.jdb.Peek(ctx, r.res.Digest)
+		_, err := r.jdb.Peek(ctx, r.res.Digest)
 		switch {
 		case errors.Is(err, journal.ErrNoJournal):
 		case err != nil:
 			return err
 		default:
-			if j, err = r.jdb.Open(ctx, r.res.Digest, r.o.fingerprint(r.recreate)); err != nil {
+			j, err := r.jdb.Open(ctx, r.res.Digest, r.o.fingerprint(r.recreate))
+			if err != nil {
 				return err
 			}
 			r.j, r.res.Resumed = j, true
@@ -384,7 +385,7 @@ func (r *runner) checkTargets(ctx context.Context) error {
 		}
 	}
 	if r.cs != nil {
-		j, err := journal.Peek(ctx, r.cs, r.o.Namespace, r.res.Digest)
+		_, err := journal.Peek(ctx, r.cs, r.o.Namespace, r.res.Digest)
 		switch {
 		case errors.Is(err, journal.ErrNoJournal):
 		case err != nil:
@@ -392,7 +393,8 @@ func (r *runner) checkTargets(ctx context.Context) error {
 		default:
 			// Open reads the existing journal (no write) and checks that it
 			// was written with the same options.
-			if j, err = journal.Open(ctx, r.cs, r.o.Namespace, r.res.Digest, r.o.fingerprint(r.recreate)); err != nil {
+			j, err := journal.Open(ctx, r.cs, r.o.Namespace, r.res.Digest, r.o.fingerprint(r.recreate))
+			if err != nil {
 				return err
 			}
 			r.j, r.res.Resumed = j, true

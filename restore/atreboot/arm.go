@@ -146,8 +146,8 @@ func (e *NotNodeZeroError) Error() string {
 	return fmt.Sprintf("this host is not node 0: none of %s exists (the agent-based installer writes it on node 0 only)", strings.Join(e.Markers, ", "))
 }
 
-// NoSystemdError means systemd is not the service manager here.
-var NoSystemdError = errors.New("systemd is not running as the service manager here (no /run/systemd/system)")
+// ErrNoSystemd means systemd is not the service manager here.
+var ErrNoSystemd = errors.New("systemd is not running as the service manager here (no /run/systemd/system)")
 
 // BudgetError means the hold would outlast what reboot.target allows.
 type BudgetError struct {
@@ -195,7 +195,7 @@ func Arm(ctx context.Context, o ArmOptions) (*ArmResult, error) {
 		return nil, err
 	}
 	if fi, err := os.Stat(filepath.Join(o.Root, "/run/systemd/system")); err != nil || !fi.IsDir() {
-		return nil, NoSystemdError
+		return nil, ErrNoSystemd
 	}
 	spec := o.Spec
 	if spec.Mode != ModeAuto {

@@ -212,7 +212,7 @@ func TestArm_RefusesBeforeWritingAnything(t *testing.T) {
 		if err := os.RemoveAll(filepath.Join(root, "run/systemd")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Arm(context.Background(), o); !errors.Is(err, NoSystemdError) {
+		if _, err := Arm(context.Background(), o); !errors.Is(err, ErrNoSystemd) {
 			t.Fatalf("got %v", err)
 		}
 	})

@@ -85,7 +85,6 @@ func benchJobMode(b *bench) error {
 	target := harness.StartPostgres(b)
 
 	var direct, jobs []time.Duration
-	var timelines []jobTimeline
 	for round := 0; round < jobRounds; round++ {
 		for _, mode := range []string{"direct", "job"} {
 			ns := c.Namespace(b)
@@ -127,7 +126,6 @@ func benchJobMode(b *bench) error {
 			if err != nil {
 				return err
 			}
-			timelines = append(timelines, tl)
 			fmt.Printf("  round %d job:    %s  (%s)\n", round+1, secs(m.wall), tl)
 		}
 	}

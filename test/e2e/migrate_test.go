@@ -554,7 +554,6 @@ func runUntil(t *testing.T, bin string, p *harness.Plugin, args []string, marker
 	return killed
 }
 
-func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }
 
 func toUnstructured(m map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: m}

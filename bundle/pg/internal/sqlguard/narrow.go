@@ -156,12 +156,3 @@ func allLower(w string) bool {
 	}
 	return true
 }
-
-func allUpper(w string) bool {
-	for i := 0; i < len(w); i++ {
-		if w[i] >= 'a' && w[i] <= 'z' {
-			return false
-		}
-	}
-	return true
-}

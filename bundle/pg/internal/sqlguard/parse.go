@@ -129,11 +129,6 @@ func str(body node, key string) string {
 	return s
 }
 
-func boolField(body node, key string) bool {
-	b, _ := body[key].(bool)
-	return b
-}
-
 func list(body node, key string) []any {
 	l, _ := body[key].([]any)
 	return l
