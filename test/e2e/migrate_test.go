@@ -554,7 +554,6 @@ func runUntil(t *testing.T, bin string, p *harness.Plugin, args []string, marker
 	return killed
 }
 
-
 func toUnstructured(m map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: m}
 }
