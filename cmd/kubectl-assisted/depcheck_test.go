@@ -128,3 +128,41 @@ func listDeps(t *testing.T, pattern string, direct bool) map[string][]string {
 	}
 	return res
 }
+
+// TestFileSizes keeps files readable (docs/architecture.md): no non-test Go
+// file of the binary over 800 lines, and the CLI's files, one command or
+// concern each, under 300.
+func TestFileSizes(t *testing.T) {
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() && (rel == "test" || strings.HasPrefix(d.Name(), ".")) && rel != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte("// Code generated")) {
+			return nil
+		}
+		lines := bytes.Count(b, []byte("\n"))
+		limit := 800
+		if strings.HasPrefix(rel, "plugin"+string(filepath.Separator)) && !strings.Contains(rel[len("plugin/"):], string(filepath.Separator)) {
+			limit = 300
+		}
+		if lines > limit {
+			t.Errorf("%s has %d lines, more than %d: split it by concern", rel, lines, limit)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
