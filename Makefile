@@ -36,8 +36,15 @@ E2E_PACKAGES ?= 4
 # namespaces), run in a process of their own from the start, beside the rest;
 # with them the day-2 and signature tests (sequential, ~65 s alone), which
 # would otherwise lengthen the main process's chain of sequential tests (~200 s
-# alone, the longest path of make test) while this one finishes early.
-E2E_APART    ?= TestPostgresMajors|TestDist|TestHostileSQL_RefusedEverywhere|TestAddNodes.*|TestHostileSign_.*
+# alone, the longest path of make test) while this one finishes early. The
+# at-reboot tests (parallel; node 0 a systemd container, the installer's
+# one-minute reboot delay) run here too, beside the main process's sequential
+# chain, with this process's own kube-apiserver (TestAtReboot_Migrates... makes
+# the cluster-scoped AgentServiceConfig, as the sequential migrate tests do).
+# The tests on the test cluster's node (TestCluster_*, TestJobMode_*) run
+# here as well: the node is one per machine (its kube-proxy owns the host's
+# KUBE-* rules), and, sequential, they run one after another in this process.
+E2E_APART    ?= TestPostgresMajors|TestDist|TestHostileSQL_RefusedEverywhere|TestAddNodes.*|TestHostileSign_.*|TestAtReboot_.*|TestCluster_.*|TestJobMode_.*
 FUZZ_TIME   ?= 10s
 # Targets that compile PostgreSQL's grammar (wasm) before their first input
 # spend 5-15 s (more on a loaded machine) of a coverage-instrumented process on
@@ -75,7 +82,7 @@ install: build ## Install kubectl-assisted into $(PREFIX)/bin (for users without
 	@echo "installed $(PREFIX)/bin/kubectl-assisted; make sure $(PREFIX)/bin is on PATH, then run: kubectl assisted version"
 
 .PHONY: tools
-tools: ## Install test components (apt packages; Go-built kube-apiserver, kubectl, etcd, oras, krew, age, ignition-validate; generated CRDs) into $(CACHE)
+tools: ## Install test components (apt packages; Go-built kube-apiserver, kubectl, etcd, oras, krew, age, ignition-validate; generated CRDs; the Debian root systemd-nspawn boots) into $(CACHE)
 	test/tools/install.sh all
 
 .PHONY: test

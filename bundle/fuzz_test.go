@@ -15,6 +15,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/codec"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
 )
 
@@ -98,7 +99,7 @@ func encodeLayer(t testing.TB, plain []byte, encrypted bool) []byte {
 	if encrypted {
 		rs = []age.Recipient{fuzzIdentity.Recipient()}
 	}
-	lw, err := newLayerWriter(&out, rs, zstd.SpeedFastest)
+	lw, err := codec.NewLayerWriter(&out, rs, zstd.SpeedFastest)
 	if err != nil {
 		t.Fatal(err)
 	}

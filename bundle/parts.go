@@ -13,6 +13,7 @@ import (
 	"filippo.io/age"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/codec"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
 )
@@ -78,7 +79,7 @@ type partsWriter struct {
 	rw         oci.Resumer
 	mediaType  string
 	size       int64
-	lw         *layerWriter
+	lw         *codec.LayerWriter
 	file       func(i int) string
 	keep       bool
 	onUpload   func(int64)
@@ -109,7 +110,7 @@ func newPartsWriter(ctx context.Context, w oci.Writer, mediaType string, recipie
 		pw.rw = rw
 	}
 	pw.ctx, pw.cancel = context.WithCancel(ctx)
-	lw, err := newLayerEncoder(recipients, LayerFiles.zstdLevel())
+	lw, err := codec.NewLayerEncoder(recipients, LayerFiles.zstdLevel())
 	if err != nil {
 		pw.cancel()
 		return nil, err
@@ -194,7 +195,7 @@ func (w *partsWriter) open() error {
 	}
 	w.parts = append(w.parts, op.st)
 	w.cur = op
-	if err := w.lw.begin(dst); err != nil {
+	if err := w.lw.Begin(dst); err != nil {
 		return err
 	}
 	if w.stored {
@@ -209,7 +210,7 @@ func (w *partsWriter) endPart() error {
 	op := w.cur
 	w.cur = nil
 	op.st.plain = op.n
-	err := w.lw.end()
+	err := w.lw.End()
 	if op.bw != nil {
 		if err != nil {
 			op.bw.Abort()
@@ -290,7 +291,7 @@ func (w *partsWriter) Close() error {
 		err = w.endPart()
 	}
 	w.encoderEnd = true
-	if zerr := w.lw.zw.Close(); err == nil {
+	if zerr := w.lw.Stop(); err == nil {
 		err = zerr
 	}
 	return w.cause(err)
@@ -328,9 +329,9 @@ func (w *partsWriter) abort() {
 	if !w.encoderEnd {
 		w.encoderEnd = true
 		if w.cur != nil {
-			_ = w.lw.end() // into the open part, which is dropped next
+			_ = w.lw.End() // into the open part, which is dropped next
 		}
-		_ = w.lw.zw.Close()
+		_ = w.lw.Stop()
 	}
 	if op := w.cur; op != nil {
 		w.cur = nil

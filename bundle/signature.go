@@ -11,6 +11,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/selfimage"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/sign"
 )
 
@@ -235,6 +236,42 @@ func readSignatureManifest(ctx context.Context, src oci.Source, d ocispec.Descri
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no %s layer", sign.PayloadMediaType)
+	}
+	return out, nil
+}
+
+// RestoreImage is a restore image stored beside the bundle (a referrer of
+// its manifest; see bundle/selfimage): `bundle inspect` lists them.
+type RestoreImage struct {
+	Digest   string `json:"digest"`
+	Version  string `json:"version,omitempty"`
+	Platform string `json:"platform,omitempty"`
+}
+
+// RestoreImages lists the restore images stored beside the bundle, from
+// the registry's referrers (or the referrers tag schema) and their tag. A
+// layout or archive holds none.
+func (b *Bundle) RestoreImages(ctx context.Context) ([]RestoreImage, error) {
+	rs, ok := b.src.(oci.ReferrerSource)
+	if !ok {
+		return nil, nil
+	}
+	descs, err := selfimage.List(ctx, rs, b.Descriptor)
+	if err != nil {
+		return nil, err
+	}
+	if d, err := rs.ResolveTag(ctx, selfimage.Tag(b.Descriptor.Digest)); err == nil {
+		descs = append(descs, d)
+	}
+	var out []RestoreImage
+	seen := map[string]bool{}
+	for _, d := range descs {
+		if seen[d.Digest.String()] {
+			continue
+		}
+		seen[d.Digest.String()] = true
+		out = append(out, RestoreImage{Digest: d.Digest.String(), Version: d.Annotations[selfimage.AnnotationVersion],
+			Platform: d.Annotations[selfimage.AnnotationPlatform]})
 	}
 	return out, nil
 }

@@ -227,18 +227,5 @@ func (o *AddNodesCreateOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// createError adds what to do next to the errors users can fix.
-func createError(err error) error {
-	var ve *nodeimage.ValidationError
-	var re *clusterinfo.RequiredError
-	switch {
-	case errors.As(err, &ve):
-		return clierr.New(fmt.Errorf("nodes-config is not valid for this cluster: %w", ve.Problems), "Fix the problems above; nothing was written.", clierr.ExitError)
-	case errors.As(err, &re):
-		return clierr.New(err, "Ask a cluster administrator for the access named above, or build offline with --cluster-profile.", clierr.ExitError)
-	}
-	return err
-}
-
 // trimmed is a helper for flag values read from files.
 func trimmed(b []byte) string { return strings.TrimSpace(string(b)) }

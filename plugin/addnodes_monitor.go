@@ -15,17 +15,6 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
 )
 
-// Exit codes of `add-nodes monitor` (docs/exit-codes.md): 0 when every host
-// became a Ready node, otherwise what held the worst host back.
-var monitorExitCodes = map[monitor.Outcome]int{
-	monitor.OutcomeAllReady:           0,
-	monitor.OutcomeTimeout:            clierr.ExitTimeout,
-	monitor.OutcomeValidationsFailing: clierr.ExitMonitorValidationsFailing,
-	monitor.OutcomeCSRBlocked:         clierr.ExitMonitorCSRBlocked,
-	monitor.OutcomeInstallFailed:      clierr.ExitMonitorInstallFailed,
-	monitor.OutcomeInterrupted:        clierr.ExitInterrupted,
-}
-
 const monitorLong = `Follow each host of nodes-config.yaml until it is a Ready node: reachable, its local
 assisted-service API up (validations, installation progress), kubelet up, its first
 (client) and second (serving) CSRs pending and approved, Node joined, Node Ready.

@@ -13,7 +13,6 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
-	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/resources"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/option"
@@ -53,47 +52,6 @@ func registryOptions(r option.Registry) oci.RegistryOptions {
 		InsecureSkipTLSVerify: r.InsecureSkipTLSVerify,
 		UserAgent:             "kubectl-assisted/" + CurrentVersion().Version,
 	}
-}
-
-// bundleError maps a bundle failure to one clear message, an exit code per
-// kind and what to do next.
-func bundleError(err error) error {
-	var ie *bundle.IntegrityError
-	var de *bundle.DecryptError
-	var ve *bundle.UnsupportedVersionError
-	var ue *files.UnsafeEntryError
-	var fe *bundle.FormatError
-	var te *files.TarError
-	var re *resources.FormatError
-	var me *bundle.MissingBlobError
-	var vm *bundle.VersionMismatchError
-	var tg *files.TargetError
-	if mapped, ok := signatureError(err); ok {
-		return mapped
-	}
-	switch {
-	case errors.As(err, &me):
-		return clierr.New(err, "Push or copy the bundle again with all its blobs, then verify.", ExitBundleMissingBlob)
-	case errors.As(err, &ie):
-		return clierr.New(err, "The stored bundle is damaged or was tampered with: copy or push it again from a good source, then verify.", ExitBundleIntegrity)
-	case errors.As(err, &de):
-		return clierr.New(err, "Pass --identity with the age identity file of a recipient given at creation ('bundle inspect' lists the recipients' fingerprints).", ExitBundleDecrypt)
-	case errors.As(err, &ve):
-		return clierr.New(err, "", ExitBundleVersion)
-	case errors.As(err, &vm):
-		return clierr.New(err, "The bundle was edited after it was created; nothing was written.", ExitBundleVersion)
-	case errors.Is(err, pg.ErrUnsafeSQL):
-		return clierr.New(err, "The bundle was not made by kubectl-assisted or was tampered with; nothing from it was run or written.", ExitBundleUnsafeEntry)
-	case errors.As(err, &ue):
-		return clierr.New(err, "The bundle was not made by kubectl-assisted or was tampered with; nothing was written.", ExitBundleUnsafeEntry)
-	case errors.As(err, &tg) && tg.NoSpace:
-		return clierr.New(err, "Free space on the target (or give it a larger volume) and run the same command again; nothing was written.", clierr.ExitError)
-	case errors.As(err, &tg):
-		return clierr.New(err, "Restore onto a filesystem that can hold it (a shorter directory path, a filesystem with larger extended attributes); nothing was written.", ExitBundleUnsafeEntry)
-	case errors.As(err, &fe), errors.As(err, &te), errors.As(err, &re):
-		return clierr.New(err, "", ExitBundleFormat)
-	}
-	return err
 }
 
 // Resources modes of --resources.

@@ -78,6 +78,9 @@ type BundleInspection struct {
 	Metadata      *bundle.Metadata     `json:"metadata"`
 	// Signature lists the signing keys found; verified only with --signer.
 	Signature *bundle.SignatureStatus `json:"signature"`
+	// RestoreImages are the images stored beside the bundle for its
+	// restore Job (migrate pushes one; only a user removes it).
+	RestoreImages []bundle.RestoreImage `json:"restoreImages,omitempty"`
 }
 
 // BundleLayerInspect is one layer of an inspection.
@@ -117,6 +120,9 @@ func (o *BundleInspectOptions) Run(ctx context.Context) error {
 		FormatVersion: b.Metadata.FormatVersion, Created: b.Metadata.Created, Metadata: b.Metadata,
 		Layers: []BundleLayerInspect{}, Signature: b.Signature,
 	}
+	if out.RestoreImages, err = b.RestoreImages(ctx); err != nil {
+		fmt.Fprintf(env.Streams.ErrOut, "warning: could not list the restore images stored beside the bundle: %v\n", err)
+	}
 	for _, l := range b.Layers {
 		li := BundleLayerInspect{Kind: l.Kind, MediaType: l.Descriptor.MediaType, Digest: l.Descriptor.Digest.String(), Size: l.Size(), Encrypted: l.Encrypted}
 		if len(l.Parts) > 1 {
@@ -145,6 +151,9 @@ func printInspection(w io.Writer, r *BundleInspection) error {
 	}
 	fmt.Fprintf(w, "Encryption:     %s\n", enc)
 	fmt.Fprintf(w, "Signature:      %s\n", signatureSummary(r.Signature))
+	for _, img := range r.RestoreImages {
+		fmt.Fprintf(w, "Restore image:  %s (kubectl-assisted %s, %s)\n", img.Digest, orNone(img.Version), orNone(img.Platform))
+	}
 	if s := m.Source; s.PostgresVersion != "" || s.LastMigration != "" || s.AssistedServiceImage != "" || len(s.ClusterIDs) > 0 {
 		fmt.Fprintf(w, "Source:         postgres %s, migration %s, image %s\n", orNone(s.PostgresVersion), orNone(s.LastMigration), orNone(s.AssistedServiceImage))
 		if len(s.ClusterIDs) > 0 {

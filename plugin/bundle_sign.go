@@ -81,23 +81,6 @@ func readSigningKey(path string) (crypto.Signer, error) {
 	return k, nil
 }
 
-// signatureError maps a *bundle.SignatureError to exit code 9 with what to do.
-func signatureError(err error) (error, bool) {
-	var se *bundle.SignatureError
-	if !errors.As(err, &se) {
-		return err, false
-	}
-	hint := "The bundle's origin cannot be checked: anyone who can push to its tag could have made it. " +
-		"Sign it when creating it (bundle create --signing-key), or pass --allow-unsigned if you trust where it comes from."
-	switch se.Reason {
-	case bundle.ReasonNoSigner:
-		hint = "Pass --signer with the public key of the key that signed the bundle (its fingerprint is one of those found), or --allow-unsigned."
-	case bundle.ReasonUntrusted, bundle.ReasonInvalid:
-		hint = "Nothing was read from the bundle. It was not signed by a --signer key: it may have been replaced. Check the --signer files, or create and sign the bundle again."
-	}
-	return clierr.New(err, hint, ExitBundleSignature), true
-}
-
 // signatureSummary is one line about a bundle's signature.
 func signatureSummary(s *bundle.SignatureStatus) string {
 	switch {

@@ -28,6 +28,7 @@ type MigrateOptions struct {
 	cmdEnv
 	noArgs
 	bundleFlags
+	atRebootFlags
 	SourceKubeconfig string
 	SourceNamespaces []string
 	Live             bool
@@ -43,7 +44,6 @@ type MigrateOptions struct {
 	NamespaceMapping    []string
 	RestoreImage        string
 	DatabaseImage       string
-	StorageClass        string
 	AgentServiceConfig  string
 	Force               bool
 	Timeout             time.Duration
@@ -84,10 +84,9 @@ func newCmdMigrate(env *Env, o *MigrateOptions) *cobra.Command {
 	fs.StringVar(&o.ServiceURL, "service-url", "", "Cluster 0's assisted-service URL: status URLs are rewritten onto it and the controller is switched to it")
 	fs.StringVar(&o.ImageServiceURL, "image-service-url", "", "Cluster 0's image service URL: BareMetalHost image URLs on node 0's image service are moved onto it (as restore --image-service-url)")
 	fs.StringArrayVar(&o.NamespaceMapping, "namespace-mapping", nil, "Restore namespace OLD into NEW (OLD=NEW; repeatable or comma-separated)")
-	fs.StringVar(&o.RestoreImage, "restore-image", "", "Image with kubectl-assisted for the restore Job (when restoring in cluster 0)")
-	fs.StringVar(&o.DatabaseImage, "database-image", "", "PostgreSQL image of the restore Job (default: the operator's)")
-	fs.StringVar(&o.StorageClass, "storage-class", "", "StorageClass of the PVCs the restore Job pre-creates (default: the cluster's)")
-	fs.StringVar(&o.AgentServiceConfig, "agent-service-config", "", "AgentServiceConfig to create once the restore is complete (also sizes the Job's PVCs)")
+	fs.StringVar(&o.RestoreImage, "restore-image", "", "Image with kubectl-assisted for the restore Job (default: this binary, pushed as an image beside the bundle)")
+	fs.StringVar(&o.DatabaseImage, "database-image", "", "PostgreSQL image of the restore Job (default: the infrastructure operator's DATABASE_IMAGE; must be of its major)")
+	fs.StringVar(&o.AgentServiceConfig, "agent-service-config", "", "AgentServiceConfig to create once the restore is complete (the Job's PVCs get its storage specs)")
 	fs.BoolVar(&o.Force, "force", false, "Scale a running assisted-service Deployment on cluster 0 to zero instead of stopping")
 	fs.DurationVar(&o.Timeout, "timeout", 60*time.Minute, "How long to wait for the restore's receipt")
 	fs.StringVar(&o.ControllerNamespace, "controller-namespace", "", "Namespace of the assisted-installer-controller (default assisted-installer)")
@@ -95,8 +94,9 @@ func newCmdMigrate(env *Env, o *MigrateOptions) *cobra.Command {
 	fs.StringVar(&o.ClusterID, "cluster-id", "", "Cluster 0's id in the database (default: the only cluster of the bundle)")
 	fs.StringVar(&o.StateDir, "state-dir", migrate.DefaultStateDir(), "Where the run keeps its state and generated keys (on node 0)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "Run the preflight checks and print the plan; change nothing (not even with --force) and write no state")
-	_ = cmd.MarkFlagRequired("to")
-	_ = cmd.MarkFlagRequired("target-kubeconfig")
+	o.atRebootFlags.AddFlags(fs)
+	// --to and --target-kubeconfig are required unless --disarm: Validate
+	// checks them.
 	return wire(env, cmd, o)
 }
 
@@ -132,7 +132,7 @@ func (o *MigrateOptions) resolve() error {
 		Ref: in.ref, Registry: registryOptions(o.Registry), Create: in.create, SpoolDir: in.spoolDir,
 		NoEncryption: o.NoEncryption, IdentityFile: o.Identity, SourceDB: in.sourceDB, Live: o.Live,
 		TargetDB: o.TargetDB, TargetDataDir: o.TargetDataDir, ServiceURL: o.ServiceURL, ImageServiceURL: o.ImageServiceURL, NamespaceMapping: mapping,
-		RestoreImage: o.RestoreImage, DatabaseImage: o.DatabaseImage, StorageClass: o.StorageClass,
+		RestoreImage: o.RestoreImage, DatabaseImage: o.DatabaseImage, Version: CurrentVersion().Version,
 		Force: o.Force, Timeout: o.Timeout, ControllerNamespace: o.ControllerNamespace, CACertPath: o.CACertPath,
 		ClusterID: o.ClusterID, StateDir: o.StateDir, Creator: "kubectl-assisted " + CurrentVersion().Version,
 	}
@@ -177,6 +177,12 @@ func (o *MigrateOptions) resolve() error {
 // are usage errors. The engine's own checks of the resolved options run at
 // the start of Run.
 func (o *MigrateOptions) Validate() error {
+	if o.Disarm {
+		return o.validateDisarm()
+	}
+	if err := o.validateRequired(); err != nil {
+		return err
+	}
 	if err := o.bundleFlags.validate(); err != nil {
 		return err
 	}
@@ -186,26 +192,32 @@ func (o *MigrateOptions) Validate() error {
 		return fmt.Errorf("--to %s: give a tag, not a digest: migrate pushes a new bundle", o.To)
 	case (o.TargetDB == "") != (o.TargetDataDir == ""):
 		return errors.New("--target-db and --target-data-dir go together (restore directly); leave both out to restore with a Job on cluster 0")
-	case o.TargetDB == "" && o.RestoreImage == "":
-		return errors.New("without --target-db/--target-data-dir the restore runs as a Job on cluster 0: give --restore-image (an image with kubectl-assisted, see restore/job/Containerfile)")
 	case o.TargetDB == "" && o.AgentServiceConfig == "":
-		return errors.New("the restore Job pre-creates the operator's PVCs with the AgentServiceConfig's sizes: give --agent-service-config FILE")
+		return errors.New("the restore Job pre-creates the operator's PVCs as the AgentServiceConfig specifies them: give --agent-service-config FILE")
+	case o.TargetDB == "" && !ref.Remote():
+		return fmt.Errorf("--to %s: the restore Job on cluster 0 pulls the bundle from a registry; restore a layout or archive directly (--target-db, --target-data-dir)", o.To)
 	case o.NoEncryption && ref.Remote():
 		return errors.New("refusing to push an unencrypted bundle to a registry (it holds pull secrets, the kubeadmin password and Secret data): leave out --no-encryption, migrate generates a key pair for the run")
 	case len(o.Recipients)+len(o.RecipientFile) > 0 && o.Identity == "":
 		return errors.New("with --recipient/--recipients-file, give --identity FILE: the restore needs the matching private key")
 	}
-	return nil
+	return o.validateAtReboot()
 }
 
 // Run runs the migration (or, with --dry-run, only its preflight) and
 // renders what the engine reports.
 func (o *MigrateOptions) Run(ctx context.Context) error {
+	if o.Disarm {
+		return o.runDisarm(ctx)
+	}
 	if err := o.resolve(); err != nil {
 		return err
 	}
 	if err := o.opts.Validate(); err != nil {
 		return o.usage(err)
+	}
+	if o.AtReboot != "" {
+		return o.runArm(ctx)
 	}
 	r := &migrateRenderer{w: o.errOut, ev: &eventPrinter{w: o.errOut}}
 	o.opts.OnEvent = r.event

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -28,12 +27,16 @@ printed as it runs:
                 The flags that say what goes into the bundle are bundle create's,
                 with the same defaults (an encrypted push spools to --spool-dir
                 so that a rerun resumes it; --no-spool streams)
-  3 restore     directly into --target-db and --target-data-dir when node 0 can
-                reach them (the same restore as the 'restore' command, run in this
-                process), or by applying a restore Job on cluster 0
-                (--restore-image; its PVCs sized like --agent-service-config; the
-                identity goes into a Secret there, the only place it ever leaves
-                node 0)
+  3 restore     on a real install: a restore Job on cluster 0, fitted to its
+                infrastructure operator (found by the preflight): PostgreSQL from
+                the operator's DATABASE_IMAGE, the PVCs exactly as the
+                AgentServiceConfig specifies them, placed where the operator
+                places assisted-service; it runs this very binary, pushed as an
+                image beside the bundle (--restore-image overrides); the identity
+                goes into a Secret there, the only place it ever leaves node 0.
+                Or directly into --target-db and --target-data-dir when node 0
+                can reach them (the same restore as the 'restore' command, run in
+                this process)
   4 wait        until cluster 0 holds the receipt of exactly this bundle
   5 service     only now: the AgentServiceConfig (--agent-service-config), so the
                 operator starts assisted-service on the restored data
@@ -42,23 +45,45 @@ printed as it runs:
 
 Rerunning the same command continues where the last run stopped (the state is in
 --state-dir). A failing step exits with 10 + its number: 11 preflight, 12 bundle,
-13 restore, 14 wait, 15 service, 16 switchover; 2 is a usage error.`
+13 restore, 14 wait, 15 service, 16 switchover; 2 is a usage error.
+
+--at-reboot arms node 0 instead of migrating now: it checks what it can (node 0,
+systemd, the registry and its credentials, node 0's database, keys, disk), writes
+the settings (0600) and two systemd units ordered between the agent-based
+installer's: at node 0's reboot the first copies --data-dir before
+assisted-service.service stops, the second runs this migration after it stopped
+and before assisted-service-db.service stops, and the reboot waits until cluster 0
+holds the receipt (--at-reboot-timeout, retrying; then it goes on once the bundle
+is in the registry, leaving a record of what to run). --at-reboot=manual only holds
+the reboot until the receipt of the bundle you migrate by hand. --disarm removes
+what --at-reboot wrote. Details: docs/migrate.md.`
 
 const migrateExample = `
-  # Everything reachable from node 0: restore directly, then hand over
+  # On node 0 of a real install: restore with a Job on cluster 0, then hand over
   %[1]s assisted migrate --to registry.example.com:5000/assisted/node0:v1 \
       --db-env-file /etc/assisted/assisted-service.env --data-dir /var/lib/assisted/data \
       --target-kubeconfig /etc/kubernetes/cluster0.kubeconfig -n multicluster-engine \
-      --target-db postgres://admin@10.0.0.5:5432/installer --target-data-dir /mnt/assisted-data \
       --agent-service-config asc.yaml --service-url https://assisted-service-multicluster-engine.apps.c0.example.com
 
-  # Restore with a Job on cluster 0
+  # Cluster 0's database and storage reachable from node 0: restore directly
   %[1]s assisted migrate --to registry.example.com:5000/assisted/node0:v1 \
-      --db-env-file /etc/assisted/assisted-service.env --target-kubeconfig cluster0.kubeconfig \
-      --restore-image quay.io/example/kubectl-assisted:v0.1.0 --agent-service-config asc.yaml
+      --db-env-file /etc/assisted/assisted-service.env --data-dir /var/lib/assisted/data \
+      --target-kubeconfig cluster0.kubeconfig \
+      --target-db postgres://admin@10.0.0.5:5432/installer --target-data-dir /mnt/assisted-data \
+      --agent-service-config asc.yaml
 
   # Continue after a failure or a reboot of the shell: the same command again
-  %[1]s assisted migrate --to registry.example.com:5000/assisted/node0:v1 ...`
+  %[1]s assisted migrate --to registry.example.com:5000/assisted/node0:v1 ...
+
+  # On node 0, any time before the installer reboots it: migrate at that reboot
+  %[1]s assisted migrate --at-reboot --to registry.example.com:5000/assisted/node0:v1 \
+      --db-env-file /usr/local/share/assisted-service/assisted-service.env \
+      --data-dir "$(podman mount service)/data" --manifests-dir /etc/assisted/manifests \
+      --target-kubeconfig /root/cluster0.kubeconfig --target-db postgres://admin@10.0.0.5:5432/installer \
+      --target-data-dir /mnt/assisted-data --spool-dir /var/lib/kubectl-assisted/spool
+
+  # Undo it
+  %[1]s assisted migrate --disarm`
 
 // sourceClusterResources exports the assisted CRs from node 0's API; node
 // 0's local-auth key goes only into an encrypted layer.
@@ -98,35 +123,6 @@ func (r *migrateRenderer) event(e migrate.Event) {
 	case migrate.EventNote:
 		fmt.Fprintf(r.w, "  %s\n", e.Detail)
 	}
-}
-
-// migrateError maps the engine's errors to exit codes: 10 + the failed
-// step's number, with what to do next; 2 for options that contradict.
-func migrateError(err error) error {
-	var oe *migrate.OptionsError
-	if errors.As(err, &oe) {
-		return clierr.New(err, "", clierr.ExitUsage)
-	}
-	var se *migrate.StepError
-	if !errors.As(err, &se) {
-		return err
-	}
-	rec := migrate.Hint(err)
-	if rec == "" {
-		// What the bundle or restore engine's own failure means.
-		mapped := bundleError(se.Err)
-		if se.Step == migrate.StepRestore {
-			mapped = restoreError(se.Err)
-		}
-		var ce *clierr.Error
-		if errors.As(mapped, &ce) {
-			rec = ce.Recommendation
-		}
-	}
-	if rec == "" {
-		rec = "Fix the cause and run the same command again: it continues at this step."
-	}
-	return clierr.New(err, rec, clierr.ExitStepBase+se.Number)
 }
 
 // MigrateResult is the -o json|yaml result of `migrate`.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -48,6 +49,7 @@ other options; 22 the CRs do not match the database rows (kube keys); 23 re-crea
 resources disagree with the database (drift); 24 applying an object failed (the error
 names it; --report FILE keeps the per-object report); 25 cluster 0 is unreachable or
 lacks the CRDs; 26 the target database runs an older PostgreSQL major than node 0 did
+and refuses the bundle's schema; 27 it is not of --database-major
 and refuses the bundle's schema (tried in a transaction that is rolled back; an older
 major that accepts it is restored into, with a warning); 1 anything else (also too
 little space in the data directory).`
@@ -58,6 +60,8 @@ type RestoreOptions struct {
 	bundleRead
 	DataDir           string
 	SkipDatabase      bool
+	DatabaseWait      time.Duration
+	DatabaseMajor     int
 	SkipFiles         bool
 	SkipResources     bool
 	RecreateResources bool
@@ -116,6 +120,8 @@ func NewCmdRestore(env *Env) *cobra.Command {
 	o.addFlags(fs, "Accept setuid, setgid and sticky bits in the files layer and restore them (refused by default)")
 	fs.StringVar(&o.DataDir, "data-dir", "", "cluster 0's assisted-service file storage (the assisted-service PVC, /data in the pod)")
 	fs.BoolVar(&o.SkipDatabase, "skip-database", false, "Do not restore the database (its receipt then does not satisfy wait-for)")
+	fs.DurationVar(&o.DatabaseWait, "database-wait", 0, "Wait up to this long for the target database to accept connections (a server still starting); 0 fails at once")
+	fs.IntVar(&o.DatabaseMajor, "database-major", 0, "PostgreSQL major that will run the restored data (cluster 0's DATABASE_IMAGE): a target database of another major is refused before any write")
 	fs.BoolVar(&o.SkipFiles, "skip-files", false, "Do not restore the file storage (its receipt then does not satisfy wait-for)")
 	fs.BoolVar(&o.SkipResources, "skip-resources", false, "Restore the database, the files and the Secrets only")
 	fs.BoolVar(&o.RecreateResources, "recreate-resources", false, "Re-create the CRs from the restored database rows instead of applying the bundle's")

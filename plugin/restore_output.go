@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -9,11 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
-	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
 	"github.com/kubectl-assisted/kubectl-assisted/restore"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
-	"github.com/kubectl-assisted/kubectl-assisted/restore/kubekeys"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/recreate"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/resources"
 )
@@ -32,50 +28,6 @@ func newRestoreResult(r *restore.Result) *RestoreResult {
 		r.Phases = []journal.Outcome{}
 	}
 	return &RestoreResult{APIVersion: ResultAPIVersion, Kind: "RestoreResult", Result: r}
-}
-
-// restoreError maps a restore failure to one clear message, an exit code per
-// kind and what to do next.
-func restoreError(err error) error {
-	var oe *restore.OptionsError
-	var bc *restore.BundleContentError
-	var conflict *resources.ConflictError
-	var fp *journal.FingerprintMismatchError
-	var mismatch *kubekeys.MismatchError
-	var drift *restore.DriftError
-	var apply *resources.ApplyError
-	var unreachable *resources.UnreachableError
-	var missing *resources.MissingAPIError
-	switch {
-	case errors.As(err, &oe), errors.As(err, &bc):
-		return clierr.New(err, "See 'restore --help' for the flags and what each needs; nothing was changed.", clierr.ExitUsage)
-	case errors.Is(err, restore.ErrTargetNotEmpty), errors.Is(err, pg.ErrTargetNotEmpty):
-		return clierr.New(err, "Restore into an empty database and data directory, or pass --replace to replace what they hold.", clierr.ExitRestoreTargetNotEmpty)
-	case errors.As(err, &conflict):
-		return clierr.New(err, "", clierr.ExitRestoreConflict)
-	case errors.As(err, &fp):
-		return clierr.New(err, "", clierr.ExitRestoreConflict)
-	case errors.As(err, &mismatch):
-		return clierr.New(err, "The bundle's CRs and database rows do not describe the same clusters; re-create the bundle from one node 0, or use --recreate-resources.", clierr.ExitRestoreKubeKeys)
-	case errors.As(err, &drift):
-		return clierr.New(err, "", clierr.ExitRestoreDrift)
-	case errors.As(err, &apply):
-		return clierr.New(err, "Fix the cause and run the same command again: the restore resumes where it stopped.", clierr.ExitRestoreApply)
-	case errors.As(err, &unreachable):
-		return clierr.New(err, "Check --kubeconfig and --context, and that cluster 0's API server answers from here; then run the same command again.", clierr.ExitRestoreCluster)
-	case errors.As(err, &missing):
-		return clierr.New(err, "", clierr.ExitRestoreCluster)
-	case errors.Is(err, pg.ErrOlderTarget):
-		return clierr.New(err, "Restore into a database on the bundle's PostgreSQL major or a newer one (docs/postgresql.md lists which release runs which).", clierr.ExitRestoreOlderPostgres)
-	}
-	if mapped := bundleError(err); mapped != err {
-		return mapped
-	}
-	var pe *journal.PhaseError
-	if errors.As(err, &pe) {
-		return clierr.New(err, "Fix the cause and run the same command again: the restore resumes where it stopped.", clierr.ExitError)
-	}
-	return err
 }
 
 // eventPrinter writes one line per restore event on stderr.

@@ -35,6 +35,7 @@ func (o *RestoreOptions) resolve(ctx context.Context) error {
 		Ref: o.Ref, Registry: registryOptions(o.Registry), Identities: ids,
 		Signers: signers, AllowUnsigned: o.Sign.AllowUnsigned,
 		DataDir: o.DataDir, SkipDatabase: o.SkipDatabase, SkipFiles: o.SkipFiles, PreserveSpecialBits: o.PreserveSpecialBits,
+		DatabaseWait: o.DatabaseWait, DatabaseMajor: o.DatabaseMajor,
 		Namespace: ns, NamespaceMapping: o.mapping, ServiceURL: o.ServiceURL, ImageServiceURL: o.ImageServiceURL, ClusterZero: o.clusterZero,
 		SkipResources: o.SkipResources, RecreateResources: o.RecreateResources, ManifestsDir: o.ManifestsDir,
 		Diff: o.Diff, AcceptDrift: o.AcceptDrift, Existing: resources.ExistingPolicy(o.Existing),

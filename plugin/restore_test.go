@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
@@ -11,6 +12,7 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 	"github.com/kubectl-assisted/kubectl-assisted/plugin/clierr"
 	"github.com/kubectl-assisted/kubectl-assisted/restore"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/job"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/kubekeys"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/resources"
@@ -68,6 +70,7 @@ func TestRestoreErrorExitCodes(t *testing.T) {
 		{"unreachable", &resources.UnreachableError{Err: errors.New("x")}, 25},
 		{"missing CRDs", wrap(&resources.MissingAPIError{}), 25},
 		{"older PostgreSQL", wrap(&pg.OlderTargetError{SourceVersion: "16.4", SourceVersionNum: 160004, TargetVersion: "13.22", TargetVersionNum: 130022, Err: errors.New("x")}), 26},
+		{"wrong PostgreSQL major", wrap(fmt.Errorf("%w; nothing was changed", &pg.WrongMajorError{TargetVersion: "16.4", Want: 12})), 27},
 		{"anything else", errors.New("x"), 1},
 	}
 	for _, tt := range tests {
@@ -76,5 +79,17 @@ func TestRestoreErrorExitCodes(t *testing.T) {
 				t.Fatalf("exit code %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// The restore Job fails at once (podFailurePolicy FailJob) on exactly the
+// restore's refusals that another pod cannot change; restore/job cannot
+// import the code table, so its list is held to it here.
+func TestRestoreJobPermanentExitCodes(t *testing.T) {
+	want := []int32{clierr.ExitUsage, clierr.ExitBundleIntegrity, clierr.ExitBundleDecrypt, clierr.ExitBundleVersion, clierr.ExitBundleFormat,
+		clierr.ExitBundleUnsafeEntry, clierr.ExitBundleMissingBlob, clierr.ExitBundleSignature, clierr.ExitRestoreTargetNotEmpty,
+		clierr.ExitRestoreConflict, clierr.ExitRestoreKubeKeys, clierr.ExitRestoreDrift, clierr.ExitRestoreOlderPostgres, clierr.ExitRestoreWrongPostgres}
+	if !slices.Equal(job.PermanentExitCodes, want) {
+		t.Fatalf("job.PermanentExitCodes = %v, want %v", job.PermanentExitCodes, want)
 	}
 }

@@ -60,6 +60,7 @@ func NewCmdRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdBundle(env),
 		NewCmdRestore(env),
 		NewCmdMigrate(env),
+		NewCmdAtReboot(env),
 	)
 	usageArgs(cmd)
 	return cmd

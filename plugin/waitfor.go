@@ -45,8 +45,9 @@ func newCmdWaitForRestoreComplete(env *Env) *cobra.Command {
 		Use:   "restore-complete --bundle DIGEST [--timeout D]",
 		Short: "Block until cluster 0 holds the receipt of this bundle's restore",
 		Long: `Block until cluster 0 holds the receipt of the restore of exactly this bundle,
-with every phase done, then exit 0. Node 0 runs this before it reboots (see
-docs/examples/kubectl-assisted-wait-for-restore.service).
+with every phase done, then exit 0. To hold node 0's reboot until then, arm node 0
+with 'migrate --at-reboot' (or --at-reboot=manual when you migrate by hand): its
+systemd unit waits for the same receipt at the reboot (docs/migrate.md).
 
 Exit codes (docs/exit-codes.md): 0 restored; 30 timed out; 31 the restore failed
 (the reason is printed); 32 cluster 0 holds a receipt for another bundle, or an
@@ -142,19 +143,4 @@ func (o *WaitForOptions) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(env.Streams.Out, "restore of %s complete at %s (phases: %v)\n", rec.BundleDigest, rec.CompletedAt.Format(time.RFC3339), rec.Phases)
 	return nil
-}
-
-func waitForError(err error) error {
-	var failed *waitfor.RestoreFailedError
-	var other *waitfor.OtherBundleError
-	var inc *waitfor.IncompleteReceiptError
-	switch {
-	case errors.As(err, &failed):
-		return clierr.New(err, "Fix the cause, then rerun the same restore (or migrate): it resumes where it stopped.", clierr.ExitWaitRestoreFailed)
-	case errors.As(err, &other), errors.As(err, &inc):
-		return clierr.New(err, "Check that node 0 and cluster 0 agree on the bundle: `kubectl assisted bundle inspect REF` prints its digest.", clierr.ExitWaitOtherBundle)
-	case errors.Is(err, waitfor.ErrTimeout):
-		return clierr.New(err, "Look at the restore on cluster 0 (its Job or command output); run wait-for again with a longer --timeout.", clierr.ExitTimeout)
-	}
-	return err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/kubekeys"
@@ -148,9 +149,12 @@ func (r *runner) beforeCommit(ctx context.Context, tx pgx.Tx, dry bool, started 
 			r.warn("%d live cluster row(s) match no ClusterDeployment of the bundle and stay invisible to the controllers: %v", len(kk.UnkeyedClusters), kk.UnkeyedClusters)
 		}
 	}
-	if r.o.Config != nil {
+	if r.o.Config != nil && hasInfraEnvs(r.b.Metadata.Database) {
 		// Only for cluster 0's service: a restore without a cluster keeps
-		// node 0's rows as they were, to be read elsewhere.
+		// node 0's rows as they were, to be read elsewhere. Decided from the
+		// bundle's (signed) metadata, which lists the dump's tables: a
+		// database without assisted-service's infra_envs (a minimal or
+		// foreign one) has no discovery image to regenerate.
 		n, err := regenerateImageURLs(ctx, tx)
 		if err != nil {
 			return err
@@ -357,10 +361,28 @@ func (r *runner) verifyDatabase(ctx context.Context) error {
 // (infraenv_controller.go updateInfraEnvStatus, lines 735-739), from where
 // BMAC copies it into BareMetalHosts. Seen in the rehearsal: without this,
 // cluster 0's InfraEnv served node 0's image service URL.
+//
+// The table is schema-qualified: the restore's session has no search_path
+// to rely on (beforeCommit sets one, but this statement must not depend on
+// it).
 func regenerateImageURLs(ctx context.Context, tx pgx.Tx) (int64, error) {
-	tag, err := tx.Exec(ctx, `UPDATE infra_envs SET generated = false WHERE generated`)
+	tag, err := tx.Exec(ctx, `UPDATE public.infra_envs SET generated = false WHERE generated`)
 	if err != nil {
 		return 0, fmt.Errorf("mark the infra-envs' discovery images for regeneration on cluster 0: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// hasInfraEnvs reports whether the bundle's database holds assisted-service's
+// public.infra_envs table (the metadata lists every dumped table).
+func hasInfraEnvs(m *bundle.DatabaseInfo) bool {
+	if m == nil {
+		return false
+	}
+	for _, t := range m.Tables {
+		if t.Schema == "public" && t.Name == "infra_envs" {
+			return true
+		}
+	}
+	return false
 }

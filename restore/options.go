@@ -51,8 +51,16 @@ type Options struct {
 
 	// TargetDB is the connection string of cluster 0's assisted-service
 	// database. Required unless SkipDatabase.
-	TargetDB     string
-	SkipDatabase bool
+	TargetDB string
+	// DatabaseWait is how long to wait for the target database to accept
+	// connections (a server still starting, as in the restore Job); zero
+	// fails at once.
+	DatabaseWait time.Duration
+	// DatabaseMajor is the PostgreSQL major that will run the restored data
+	// (cluster 0's DATABASE_IMAGE); a target of another major is refused
+	// before any write. Zero: no check.
+	DatabaseMajor int
+	SkipDatabase  bool
 	// DataDir is cluster 0's file storage (the assisted-service PVC). Required
 	// unless SkipFiles.
 	DataDir   string

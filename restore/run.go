@@ -361,16 +361,22 @@ func (r *runner) connect(context.Context) error {
 // an earlier run's journal, the database, the data directory and the objects
 // on cluster 0.
 func (r *runner) checkTargets(ctx context.Context) error {
+	if r.o.TargetDB != "" {
+		if err := r.awaitDatabase(ctx); err != nil {
+			return err
+		}
+	}
 	if r.cs == nil && !r.o.dryRun() {
 		r.jdb = &journal.DB{ConnString: r.o.TargetDB}
 		r.res.Namespace = "" // nothing goes to a cluster
-		j, err := r.jdb.Peek(ctx, r.res.Digest)
+		_, err := r.jdb.Peek(ctx, r.res.Digest)
 		switch {
 		case errors.Is(err, journal.ErrNoJournal):
 		case err != nil:
 			return err
 		default:
-			if j, err = r.jdb.Open(ctx, r.res.Digest, r.o.fingerprint(r.recreate)); err != nil {
+			j, err := r.jdb.Open(ctx, r.res.Digest, r.o.fingerprint(r.recreate))
+			if err != nil {
 				return err
 			}
 			r.j, r.res.Resumed = j, true
@@ -379,7 +385,7 @@ func (r *runner) checkTargets(ctx context.Context) error {
 		}
 	}
 	if r.cs != nil {
-		j, err := journal.Peek(ctx, r.cs, r.o.Namespace, r.res.Digest)
+		_, err := journal.Peek(ctx, r.cs, r.o.Namespace, r.res.Digest)
 		switch {
 		case errors.Is(err, journal.ErrNoJournal):
 		case err != nil:
@@ -387,7 +393,8 @@ func (r *runner) checkTargets(ctx context.Context) error {
 		default:
 			// Open reads the existing journal (no write) and checks that it
 			// was written with the same options.
-			if j, err = journal.Open(ctx, r.cs, r.o.Namespace, r.res.Digest, r.o.fingerprint(r.recreate)); err != nil {
+			j, err := journal.Open(ctx, r.cs, r.o.Namespace, r.res.Digest, r.o.fingerprint(r.recreate))
+			if err != nil {
 				return err
 			}
 			r.j, r.res.Resumed = j, true
@@ -420,6 +427,28 @@ func (r *runner) checkResources(ctx context.Context, plan *resources.Plan) error
 		return fmt.Errorf("check the resources on cluster 0: %w", err)
 	}
 	r.check(fmt.Sprintf("cluster 0 serves every API the %d object(s) need; no conflicting object", len(plan.Objects())))
+	return nil
+}
+
+// awaitDatabase waits up to DatabaseWait for the target database to accept
+// connections, then checks its major against DatabaseMajor.
+func (r *runner) awaitDatabase(ctx context.Context) error {
+	waiting := false
+	v, n, err := pg.AwaitServer(ctx, r.o.TargetDB, r.o.DatabaseWait, func(err error) {
+		if !waiting {
+			waiting = true
+			r.log.Info("the target database does not accept connections yet; retrying", "for", r.o.DatabaseWait, "error", err)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("the target database: %w", err)
+	}
+	if r.o.DatabaseMajor != 0 {
+		if n/10000 != r.o.DatabaseMajor {
+			return fmt.Errorf("%w; nothing was changed", &pg.WrongMajorError{TargetVersion: v, Want: r.o.DatabaseMajor})
+		}
+		r.check(fmt.Sprintf("target database runs PostgreSQL %s, the major cluster 0 will run it with", v))
+	}
 	return nil
 }
 

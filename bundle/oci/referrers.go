@@ -105,11 +105,13 @@ func (s *layoutSource) ResolveTag(_ context.Context, tag string) (ocispec.Descri
 }
 
 // isReferrerEntry tells an index.json entry that refers to another manifest
-// (a signature) from a bundle, for the "only manifest" rule of Resolve.
+// (a signature, a restore image) from a bundle, for the "only manifest" rule
+// of Resolve.
 func isReferrerEntry(d ocispec.Descriptor) bool {
 	name := d.Annotations[ocispec.AnnotationRefName]
 	return d.ArtifactType == "application/vnd.dev.cosign.artifact.sig.v1+json" ||
-		(strings.HasPrefix(name, "sha256-") && strings.HasSuffix(name, ".sig"))
+		d.ArtifactType == "application/vnd.kubectl-assisted.restore-image.v1" ||
+		(strings.HasPrefix(name, "sha256-") && (strings.HasSuffix(name, ".sig") || strings.HasSuffix(name, ".restore-image")))
 }
 
 // ReferrerDescriptor is the descriptor of a referrer manifest, carrying its

@@ -17,8 +17,8 @@ import (
 // no authentication: what a stream is allowed to be comes from the bundle's
 // signature over its manifest, whose layer digests are SHA-256. So 3.0 uses
 // XXH3-128 (seed 0, printed in the xxHash canonical form, as `xxhsum -H2`
-// prints it), which hashes at memory speed where SHA-256 took about 0.4 s of
-// CPU per 660 MB on each side of the bench's 2-core dump and restore.
+// prints it), which hashes at memory speed where SHA-256 was a visible part
+// of a CPU-bound dump and restore (docs/bundle-format.md, "The dump stream").
 const (
 	checksumSHA256 = "sha256"
 	checksumXXH3   = "xxh3-128"

@@ -8,8 +8,8 @@ import (
 // A table whose columns are all of built-in types with a stable binary
 // representation is dumped and restored with COPY in binary format (stream
 // format 2.0): the server then neither formats nor parses each value as text
-// (on the project's bench data, loading the events table took 30-50% less
-// of the server's CPU, dumping it 20% less). The binary send and receive
+// (docs/bundle-format.md, "database layer", has what that saved on the
+// bench's data). The binary send and receive
 // functions of these types have kept their formats across the majors this
 // project supports (12 to 17), refer to no database-specific OID (an array
 // names its element type, and built-in type OIDs are fixed), and apply the

@@ -16,7 +16,7 @@ import (
 const minServerVersion = 120000
 
 // Dump writes ONE consistent snapshot of the database at connString to w as a
-// dump stream (see the package documentation): it reads the schema from the
+// dump stream (docs/bundle-format.md, "The dump stream"): it reads the schema from the
 // catalogs and every table's rows with COPY TO inside one REPEATABLE READ, READ
 // ONLY transaction (SERIALIZABLE, READ ONLY, DEFERRABLE with opts.Deferrable).
 // It streams: the only buffer is one data chunk (opts.ChunkSize). The stream is

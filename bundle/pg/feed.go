@@ -36,9 +36,10 @@ const (
 
 // spoolRaw is how much of the spool is written uncompressed. The restore is
 // CPU-bound on both cores (PostgreSQL's backends and ours); compressing what
-// is read back seconds later, from the page cache, cost more of that CPU (s2
-// at about 0.85 GB/s, then decoding it) than the disk it saves: compression
-// only bounds the disk use of a very large read-ahead. A variable for tests.
+// is read back seconds later, from the page cache, cost more of that CPU (s2,
+// then decoding it; docs/architecture.md, "Measured choices") than the disk
+// it saves: compression only bounds the disk use of a very large read-ahead.
+// A variable for tests.
 var spoolRaw int64 = 512 << 20
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

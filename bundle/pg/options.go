@@ -39,7 +39,7 @@ type DumpOptions struct {
 	// only per-table buffer the dump holds.
 	ChunkSize int
 	// TextCopy dumps every table in COPY text format, even those whose
-	// columns COPY can move in binary (see the package documentation).
+	// columns COPY can move in binary (docs/bundle-format.md, "The dump stream").
 	TextCopy bool
 }
 

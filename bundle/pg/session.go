@@ -11,10 +11,9 @@ import (
 )
 
 // readBuffer is the size of a connection's read buffer. pgx reads the
-// socket into an 8 KiB buffer, so a dump's COPY TO of 630 MB came in reads of
-// at most 8 KiB: 0.41 s of the 3.38 s of CPU our process spent on the bench's
-// dump (CPU profile), 0.18 s with this buffer, on a machine where the dump is
-// CPU-bound.
+// socket into an 8 KiB buffer, so a dump's COPY TO came in reads of at most
+// 8 KiB, a cost a larger buffer more than halves (docs/architecture.md,
+// "Measured choices").
 const readBuffer = 256 << 10
 
 // bufferedFrontend reads the server's messages through a readBuffer-sized

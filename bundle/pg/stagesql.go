@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg/internal/sqlguard"
 )
 
 // A staged restore creates the stream's objects in private staging schemas
@@ -28,301 +30,64 @@ import (
 // certainty; the restore runs in one transaction instead.
 var errNotStageable = errors.New("the statement cannot be staged")
 
-type tokKind int
+// sqlToken is a token of the one lexer (internal/sqlguard, which the
+// statement check's fast path uses too).
+type sqlToken = sqlguard.Token
 
-const (
-	tokIdent  tokKind = iota // identifier or keyword; val is its name
-	tokString                // string constant; val is its value
-	tokDot                   // .
-	tokCast                  // ::
-	tokOther                 // number, operator, punctuation, parameter
-)
-
-type sqlToken struct {
-	kind       tokKind
-	start, end int // byte span in the statement
-	val        string
-	quoted     bool // a quoted identifier
-	// escape: an E'...' constant (backslash escapes)
-	escape bool
-}
-
-func isIdentStart(c byte) bool {
-	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80
-}
-
-func isIdentCont(c byte) bool { return isIdentStart(c) || (c >= '0' && c <= '9') || c == '$' }
-
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
-}
-
-const opChars = "+-*/<>=~!@#%^&|`?"
-
-// lexSQL splits one statement into tokens (whitespace and comments are left
-// out; the spans between tokens keep them). It refuses what it does not know.
+// lexSQL splits one statement into tokens for the rewrite: the lexer's,
+// refused (errNotStageable) where it cannot lex, or where a bare identifier
+// is longer than 63 bytes (the server would truncate it).
 func lexSQL(s string) ([]sqlToken, error) {
-	var toks []sqlToken
-	bad := func(i int, why string) error {
-		return fmt.Errorf("%w: %s at byte %d", errNotStageable, why, i)
-	}
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		switch {
-		case isSpace(c):
-			i++
-		case c == '-' && i+1 < len(s) && s[i+1] == '-':
-			for i < len(s) && s[i] != '\n' && s[i] != '\r' {
-				i++
-			}
-		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			depth := 0
-			for {
-				if i+1 >= len(s) {
-					return nil, bad(i, "unterminated comment")
-				}
-				if s[i] == '/' && s[i+1] == '*' {
-					depth++
-					i += 2
-					continue
-				}
-				if s[i] == '*' && s[i+1] == '/' {
-					depth--
-					i += 2
-					if depth == 0 {
-						break
-					}
-					continue
-				}
-				i++
-			}
-		case c == '"':
-			val, end, err := lexQuoted(s, i, '"')
-			if err != nil {
-				return nil, err
-			}
-			if val == "" {
-				return nil, bad(i, "empty quoted identifier")
-			}
-			toks = append(toks, sqlToken{kind: tokIdent, start: i, end: end, val: val, quoted: true})
-			i = end
-		case c == '\'':
-			val, end, err := lexQuoted(s, i, '\'')
-			if err != nil {
-				return nil, err
-			}
-			toks = append(toks, sqlToken{kind: tokString, start: i, end: end, val: val})
-			i = end
-		case (c == 'u' || c == 'U') && i+2 < len(s) && s[i+1] == '&' && (s[i+2] == '\'' || s[i+2] == '"'):
-			return nil, bad(i, "Unicode escapes")
-		case (c == 'e' || c == 'E') && i+1 < len(s) && s[i+1] == '\'':
-			val, end, err := lexEscapeString(s, i+1)
-			if err != nil {
-				return nil, err
-			}
-			toks = append(toks, sqlToken{kind: tokString, start: i, end: end, val: val, escape: true})
-			i = end
-		case (c == 'n' || c == 'N' || c == 'b' || c == 'B' || c == 'x' || c == 'X') && i+1 < len(s) && s[i+1] == '\'':
-			val, end, err := lexQuoted(s, i+1, '\'')
-			if err != nil {
-				return nil, err
-			}
-			kind := tokString
-			if c != 'n' && c != 'N' {
-				kind = tokOther // bit strings are never names
-			}
-			toks = append(toks, sqlToken{kind: kind, start: i, end: end, val: val})
-			i = end
-		case isIdentStart(c):
-			j := i
-			for j < len(s) && isIdentCont(s[j]) {
-				j++
-			}
-			word := s[i:j]
-			if len(word) > 63 {
-				return nil, bad(i, "identifier longer than 63 bytes")
-			}
-			toks = append(toks, sqlToken{kind: tokIdent, start: i, end: j, val: asciiLower(word)})
-			i = j
-		case c == '$':
-			j := i + 1
-			if j < len(s) && s[j] >= '0' && s[j] <= '9' {
-				for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-					j++
-				}
-				toks = append(toks, sqlToken{kind: tokOther, start: i, end: j})
-				i = j
-				continue
-			}
-			for j < len(s) && s[j] != '$' && isIdentCont(s[j]) {
-				j++
-			}
-			if j >= len(s) || s[j] != '$' {
-				return nil, bad(i, "stray $")
-			}
-			tag := s[i : j+1]
-			k := strings.Index(s[j+1:], tag)
-			if k < 0 {
-				return nil, bad(i, "unterminated dollar-quoted string")
-			}
-			end := j + 1 + k + len(tag)
-			toks = append(toks, sqlToken{kind: tokString, start: i, end: end, val: s[j+1 : j+1+k]})
-			i = end
-		case c >= '0' && c <= '9' || (c == '.' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9'):
-			j := i
-			for j < len(s) && (isIdentCont(s[j]) || s[j] == '.') && s[j] != '$' {
-				// exponents carry a sign: 1e-5
-				if (s[j] == 'e' || s[j] == 'E') && j+1 < len(s) && (s[j+1] == '+' || s[j+1] == '-') {
-					j++
-				}
-				j++
-			}
-			toks = append(toks, sqlToken{kind: tokOther, start: i, end: j})
-			i = j
-		case c == '.':
-			toks = append(toks, sqlToken{kind: tokDot, start: i, end: i + 1})
-			i++
-		case c == ':' && i+1 < len(s) && s[i+1] == ':':
-			toks = append(toks, sqlToken{kind: tokCast, start: i, end: i + 2})
-			i += 2
-		case strings.IndexByte("()[],;:", c) >= 0:
-			toks = append(toks, sqlToken{kind: tokOther, start: i, end: i + 1})
-			i++
-		case strings.IndexByte(opChars, c) >= 0:
-			// An operator ends where a comment starts ("--" or "/*" at i
-			// itself is a comment, handled above).
-			j := i + 1
-			for j < len(s) && strings.IndexByte(opChars, s[j]) >= 0 {
-				if j+1 < len(s) && (s[j:j+2] == "--" || s[j:j+2] == "/*") {
-					break
-				}
-				j++
-			}
-			toks = append(toks, sqlToken{kind: tokOther, start: i, end: j})
-			i = j
-		default:
-			return nil, bad(i, fmt.Sprintf("unexpected byte %q", c))
+	toks, err := sqlguard.Lex(s)
+	for _, t := range toks {
+		if t.Kind == sqlguard.Ident && len(t.Text) > 63 {
+			return nil, fmt.Errorf("%w: identifier longer than 63 bytes at byte %d", errNotStageable, t.Start)
 		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNotStageable, err)
 	}
 	return toks, nil
 }
 
-// lexQuoted reads a quoted token starting at s[i] == q, where qq stands for
-// one q; it returns the value and the end of the token.
-func lexQuoted(s string, i int, q byte) (string, int, error) {
-	var b strings.Builder
-	j := i + 1
-	for {
-		if j >= len(s) {
-			return "", 0, fmt.Errorf("%w: unterminated quote at byte %d", errNotStageable, i)
-		}
-		if s[j] == q {
-			if j+1 < len(s) && s[j+1] == q {
-				b.WriteByte(q)
-				j += 2
-				continue
-			}
-			return b.String(), j + 1, nil
-		}
-		b.WriteByte(s[j])
-		j++
+// The classes of tokens the rewrite tells apart.
+const (
+	tokIdent  = iota // identifier or keyword
+	tokString        // string constant (plain, E, N, dollar-quoted)
+	tokDot           // .
+	tokCast          // ::
+	tokOther         // number, operator, punctuation, parameter, bit string
+)
+
+func class(t sqlToken) int {
+	switch t.Kind {
+	case sqlguard.Ident, sqlguard.QuotedIdent:
+		return tokIdent
+	case sqlguard.String:
+		return tokString
+	case sqlguard.Dot:
+		return tokDot
+	case sqlguard.Cast:
+		return tokCast
 	}
+	return tokOther
 }
 
-// lexEscapeString reads an E'...' constant whose quote is at s[i]: a
-// backslash escapes the next byte (two quotes are one too). The value is exact for
-// the simple escapes; others (octal, hex, Unicode) leave it approximate, and
-// such a constant is never used as a name.
-func lexEscapeString(s string, i int) (string, int, error) {
-	var b strings.Builder
-	j := i + 1
-	for {
-		if j >= len(s) {
-			return "", 0, fmt.Errorf("%w: unterminated quote at byte %d", errNotStageable, i)
-		}
-		switch s[j] {
-		case '\\':
-			if j+1 >= len(s) {
-				return "", 0, fmt.Errorf("%w: unterminated quote at byte %d", errNotStageable, i)
-			}
-			b.WriteByte(0) // marks an escape: never a valid name
-			j += 2
-			continue
-		case '\'':
-			if j+1 < len(s) && s[j+1] == '\'' {
-				b.WriteByte('\'')
-				j += 2
-				continue
-			}
-			return b.String(), j + 1, nil
-		}
-		b.WriteByte(s[j])
-		j++
+// val is what the rewrite compares: an identifier's name (folded as the
+// server folds it), a string constant's or bit string's value, nothing for
+// the rest.
+func val(t sqlToken) string {
+	switch t.Kind {
+	case sqlguard.Ident, sqlguard.QuotedIdent:
+		return t.Ident()
+	case sqlguard.String, sqlguard.BitString:
+		return t.Text
 	}
+	return ""
 }
 
-func asciiLower(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 'A' && c <= 'Z' {
-			b := []byte(s)
-			for k := i; k < len(b); k++ {
-				if b[k] >= 'A' && b[k] <= 'Z' {
-					b[k] += 'a' - 'A'
-				}
-			}
-			return string(b)
-		}
-	}
-	return s
-}
-
-// splitQualified splits a regclass input the way PostgreSQL's
-// stringToQualifiedNameList does: dot-separated parts, each unquoted
-// (trimmed, lower-cased) or double-quoted.
-func splitQualified(s string) ([]string, bool) {
-	var parts []string
-	i := 0
-	for {
-		for i < len(s) && isSpace(s[i]) {
-			i++
-		}
-		if i >= len(s) {
-			return nil, false
-		}
-		if s[i] == '"' {
-			val, end, err := lexQuoted(s, i, '"')
-			if err != nil || val == "" {
-				return nil, false
-			}
-			parts = append(parts, val)
-			i = end
-		} else {
-			j := i
-			for j < len(s) && s[j] != '.' && !isSpace(s[j]) {
-				if s[j] == '"' || s[j] == 0 {
-					return nil, false
-				}
-				j++
-			}
-			if j == i {
-				return nil, false
-			}
-			parts = append(parts, asciiLower(s[i:j]))
-			i = j
-		}
-		for i < len(s) && isSpace(s[i]) {
-			i++
-		}
-		if i == len(s) {
-			return parts, true
-		}
-		if s[i] != '.' {
-			return nil, false
-		}
-		i++
-	}
-}
+// word reports whether t is the unquoted word w (lower case).
+func word(t sqlToken, w string) bool { return t.Kind == sqlguard.Ident && t.Ident() == w }
 
 // stageRewriter maps the stream's schemas to their staging schemas.
 type stageRewriter struct {
@@ -347,59 +112,60 @@ func (w *stageRewriter) rewrite(sql string) (string, error) {
 	}
 	var edits []edit
 	for i, t := range toks {
-		switch t.kind {
+		switch class(t) {
 		case tokIdent:
-			if regTypes[t.val] {
+			tval := t.Ident()
+			if regTypes[tval] {
 				// Only 'constant'::regclass (rewritten below) or
 				// 'constant'::regconfig (text search configurations, which
 				// a stream never creates) may appear.
-				if !(i >= 2 && toks[i-1].kind == tokCast && toks[i-2].kind == tokString) &&
-					!(i >= 4 && toks[i-1].kind == tokDot && toks[i-2].kind == tokIdent && toks[i-2].val == "pg_catalog" &&
-						toks[i-3].kind == tokCast && toks[i-4].kind == tokString) {
-					return "", fmt.Errorf("%w: %s used other than as the cast of a constant", errNotStageable, t.val)
+				if !(i >= 2 && class(toks[i-1]) == tokCast && class(toks[i-2]) == tokString) &&
+					!(i >= 4 && class(toks[i-1]) == tokDot && class(toks[i-2]) == tokIdent && toks[i-2].Ident() == "pg_catalog" &&
+						class(toks[i-3]) == tokCast && class(toks[i-4]) == tokString) {
+					return "", fmt.Errorf("%w: %s used other than as the cast of a constant", errNotStageable, tval)
 				}
-				if t.val != "regclass" && t.val != "regconfig" {
-					return "", fmt.Errorf("%w: a %s constant", errNotStageable, t.val)
+				if tval != "regclass" && tval != "regconfig" {
+					return "", fmt.Errorf("%w: a %s constant", errNotStageable, tval)
 				}
-				if i+1 < len(toks) && toks[i+1].kind == tokOther && sql[toks[i+1].start:toks[i+1].end] == "[" {
-					return "", fmt.Errorf("%w: a %s array", errNotStageable, t.val)
+				if i+1 < len(toks) && class(toks[i+1]) == tokOther && sql[toks[i+1].Start:toks[i+1].End] == "[" {
+					return "", fmt.Errorf("%w: a %s array", errNotStageable, tval)
 				}
 				continue
 			}
-			if (t.val == "nextval" || t.val == "setval" || t.val == "currval") && i+2 < len(toks) && toks[i+2].kind == tokString &&
-				!(i+3 < len(toks) && toks[i+3].kind == tokCast) {
-				return "", fmt.Errorf("%w: %s of a constant without a cast", errNotStageable, t.val)
+			if (tval == "nextval" || tval == "setval" || tval == "currval") && i+2 < len(toks) && class(toks[i+2]) == tokString &&
+				!(i+3 < len(toks) && class(toks[i+3]) == tokCast) {
+				return "", fmt.Errorf("%w: %s of a constant without a cast", errNotStageable, tval)
 			}
-			stage, ok := w.to[t.val]
-			if !ok || i+1 >= len(toks) || toks[i+1].kind != tokDot || (i > 0 && toks[i-1].kind == tokDot) {
+			stage, ok := w.to[tval]
+			if !ok || i+1 >= len(toks) || class(toks[i+1]) != tokDot || (i > 0 && class(toks[i-1]) == tokDot) {
 				continue
 			}
-			edits = append(edits, edit{t.start, t.end, ident(stage)})
+			edits = append(edits, edit{int(t.Start), int(t.End), ident(stage)})
 		case tokString:
 			// 'name'::regclass or 'name'::pg_catalog.regclass
 			j := i + 1
-			if j >= len(toks) || toks[j].kind != tokCast {
+			if j >= len(toks) || class(toks[j]) != tokCast {
 				continue
 			}
 			j++
-			if j+2 < len(toks) && toks[j].kind == tokIdent && toks[j].val == "pg_catalog" && toks[j+1].kind == tokDot {
+			if j+2 < len(toks) && class(toks[j]) == tokIdent && toks[j].Ident() == "pg_catalog" && class(toks[j+1]) == tokDot {
 				j += 2
 			}
-			if j >= len(toks) || toks[j].kind != tokIdent || toks[j].val != "regclass" {
+			if j >= len(toks) || class(toks[j]) != tokIdent || toks[j].Ident() != "regclass" {
 				continue
 			}
-			if t.escape || (i > 0 && toks[i-1].kind == tokString) {
+			if t.Prefix == 'E' || (i > 0 && class(toks[i-1]) == tokString) {
 				return "", fmt.Errorf("%w: an escaped or continued regclass constant", errNotStageable)
 			}
-			parts, ok := splitQualified(t.val)
+			parts, ok := sqlguard.SplitQualified(t.Text)
 			if !ok || len(parts) > 2 {
-				return "", fmt.Errorf("%w: regclass constant %q", errNotStageable, t.val)
+				return "", fmt.Errorf("%w: regclass constant %q", errNotStageable, t.Text)
 			}
 			if len(parts) == 1 {
 				continue // found through the (empty) search path: pg_catalog
 			}
 			if stage, ok := w.to[parts[0]]; ok {
-				edits = append(edits, edit{t.start, t.end, literal(ident(stage) + "." + ident(parts[1]))})
+				edits = append(edits, edit{int(t.Start), int(t.End), literal(ident(stage) + "." + ident(parts[1]))})
 			}
 		}
 	}
@@ -433,22 +199,23 @@ func (w *stageRewriter) sameTokens(before []sqlToken, out string) error {
 	}
 	for i := range before {
 		a, b := before[i], after[i]
-		if a.kind != b.kind {
+		if class(a) != class(b) {
 			return fmt.Errorf("%w: the rewrite changed a token", errNotStageable)
 		}
-		if a.val == b.val {
+		av, bv := val(a), val(b)
+		if av == bv {
 			continue
 		}
-		switch a.kind {
+		switch class(a) {
 		case tokIdent:
-			if w.to[a.val] != b.val {
-				return fmt.Errorf("%w: the rewrite changed identifier %q", errNotStageable, a.val)
+			if w.to[av] != bv {
+				return fmt.Errorf("%w: the rewrite changed identifier %q", errNotStageable, av)
 			}
 		case tokString:
-			pa, _ := splitQualified(a.val)
-			pb, ok := splitQualified(b.val)
+			pa, _ := sqlguard.SplitQualified(av)
+			pb, ok := sqlguard.SplitQualified(bv)
 			if !ok || len(pa) != 2 || len(pb) != 2 || w.to[pa[0]] != pb[0] || pa[1] != pb[1] {
-				return fmt.Errorf("%w: the rewrite changed constant %q", errNotStageable, a.val)
+				return fmt.Errorf("%w: the rewrite changed constant %q", errNotStageable, av)
 			}
 		default:
 			return fmt.Errorf("%w: the rewrite changed a token", errNotStageable)
@@ -462,8 +229,8 @@ func (w *stageRewriter) sameTokens(before []sqlToken, out string) error {
 func leadingWords(toks []sqlToken, n int) []string {
 	out := make([]string, n)
 	for i := 0; i < n && i < len(toks); i++ {
-		if toks[i].kind == tokIdent && !toks[i].quoted {
-			out[i] = toks[i].val
+		if toks[i].Kind == sqlguard.Ident {
+			out[i] = toks[i].Ident()
 		}
 	}
 	return out
@@ -471,13 +238,13 @@ func leadingWords(toks []sqlToken, n int) []string {
 
 // dottedName reads schema.name at toks[i]; ok is false if it is not one.
 func dottedName(toks []sqlToken, i int) (qname, bool) {
-	if i+2 >= len(toks) || toks[i].kind != tokIdent || toks[i+1].kind != tokDot || toks[i+2].kind != tokIdent {
+	if i+2 >= len(toks) || class(toks[i]) != tokIdent || class(toks[i+1]) != tokDot || class(toks[i+2]) != tokIdent {
 		return qname{}, false
 	}
-	if i+3 < len(toks) && toks[i+3].kind == tokDot {
+	if i+3 < len(toks) && class(toks[i+3]) == tokDot {
 		return qname{}, false
 	}
-	return qname{toks[i].val, toks[i+2].val}, true
+	return qname{toks[i].Ident(), toks[i+2].Ident()}, true
 }
 
 // postDataTable names the table a post-data statement works on (ALTER TABLE
@@ -491,7 +258,7 @@ func postDataTable(sql string, indexTable map[qname]qname) (qname, bool) {
 	}
 	w := leadingWords(toks, 5)
 	at := func(i int) (qname, bool) {
-		if i < len(toks) && toks[i].kind == tokIdent && !toks[i].quoted && toks[i].val == "only" {
+		if i < len(toks) && word(toks[i], "only") {
 			i++
 		}
 		return dottedName(toks, i)
@@ -501,13 +268,13 @@ func postDataTable(sql string, indexTable map[qname]qname) (qname, bool) {
 		return at(2)
 	case w[0] == "create" && (w[1] == "index" || w[1] == "unique" && w[2] == "index"):
 		for i := 2; i < len(toks); i++ {
-			if toks[i].kind == tokIdent && !toks[i].quoted && toks[i].val == "on" {
+			if word(toks[i], "on") {
 				return at(i + 1)
 			}
 		}
 	case w[0] == "comment" && w[1] == "on" && w[2] == "constraint":
 		// COMMENT ON CONSTRAINT name ON table
-		if len(toks) > 4 && toks[4].kind == tokIdent && !toks[4].quoted && toks[4].val == "on" {
+		if len(toks) > 4 && word(toks[4], "on") {
 			return at(5)
 		}
 	case w[0] == "comment" && w[1] == "on" && w[2] == "index":
@@ -528,21 +295,21 @@ func indexedExpression(kind, sql string) bool {
 	if err != nil {
 		return true
 	}
-	text := func(t sqlToken) string { return sql[t.start:t.end] }
+	text := func(t sqlToken) string { return sql[t.Start:t.End] }
 	switch kind {
 	case "CONSTRAINT":
 		for _, t := range toks {
-			if t.kind == tokIdent && !t.quoted && t.val == "exclude" {
+			if word(t, "exclude") {
 				return true
 			}
 		}
 		return false
 	case "INDEX":
 		for i := 0; i+2 < len(toks); i++ {
-			if toks[i].kind == tokIdent && !toks[i].quoted && toks[i].val == "using" && toks[i+2].kind == tokOther && text(toks[i+2]) == "(" {
+			if word(toks[i], "using") && class(toks[i+2]) == tokOther && text(toks[i+2]) == "(" {
 				depth := 0
 				for _, t := range toks[i+2:] {
-					if t.kind != tokOther {
+					if class(t) != tokOther {
 						continue
 					}
 					switch text(t) {
@@ -564,4 +331,14 @@ func indexedExpression(kind, sql string) bool {
 		return true
 	}
 	return false
+}
+
+type qname struct{ schema, name string }
+
+func setOf(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
 }

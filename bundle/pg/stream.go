@@ -10,7 +10,8 @@ import (
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/internal/pipe"
 )
 
-// Stream format identifiers; see the package documentation.
+// Stream format identifiers; docs/bundle-format.md ("The dump stream")
+// specifies the format.
 const (
 	// FormatName is the header's "format" value.
 	FormatName = "kubectl-assisted-pg-dump"
@@ -21,7 +22,7 @@ const (
 	FormatMajor = 3
 	// FormatMinor is the minor version this code writes. 1.1: every
 	// pre-data and post-data entry is one statement of the kinds and shapes
-	// the package documentation lists (readers of every version check them).
+	// docs/bundle-format.md lists (readers of every version check them).
 	// 1.2: pre-data.json also carries postData, the post-data entries that
 	// do not depend on the rows (all but SEQUENCE SET), so that a reader can
 	// build a table's keys and indexes as soon as the table is loaded. 2.0

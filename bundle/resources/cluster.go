@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
-	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,7 +116,7 @@ func (s *ClusterSource) Collect(ctx context.Context) ([]*unstructured.Unstructur
 	}
 
 	var out []*unstructured.Unstructured
-	for _, ns := range sortedKeys(namespaces) {
+	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
 		o, err := s.Client.Resource(gvrNamespace).Get(ctx, ns, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("get namespace %s: %w", ns, err)
@@ -135,7 +135,7 @@ func (s *ClusterSource) Collect(ctx context.Context) ([]*unstructured.Unstructur
 			}
 		}
 	}
-	for _, name := range sortedKeys(imageSets) {
+	for _, name := range slices.Sorted(maps.Keys(imageSets)) {
 		o, err := s.Client.Resource(gvrClusterImageSet).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue // referenced but absent: the restore reports it
@@ -174,15 +174,6 @@ func (s *ClusterSource) Collect(ctx context.Context) ([]*unstructured.Unstructur
 		unstructured.RemoveNestedField(o.Object, "metadata", "managedFields")
 	}
 	return out, nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // entryName is where an object is stored in the tar:

@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,7 +55,7 @@ func writeObjects(w io.Writer, objs []*unstructured.Unstructured) (*Summary, err
 			nss[ns] = true
 		}
 	}
-	sum.Namespaces = sortedKeys(nss)
+	sum.Namespaces = slices.Sorted(maps.Keys(nss))
 	return sum, tw.Close()
 }
 
@@ -172,7 +174,7 @@ func (s *DirSource) Write(ctx context.Context, w io.Writer) (*Summary, error) {
 		sum.Objects++
 		sum.Kinds["Secret"]++
 	}
-	sum.Namespaces = sortedKeys(nss)
+	sum.Namespaces = slices.Sorted(maps.Keys(nss))
 	return sum, tw.Close()
 }
 

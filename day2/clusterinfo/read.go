@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -244,7 +245,7 @@ func (r *Reader) readMirrors(ctx context.Context, in *Info, c *collector) {
 	add := func(src string, mirrors []string) {
 		if i, ok := seen[src]; ok {
 			for _, m := range mirrors {
-				if !contains(in.ImageDigestSources[i].Mirrors, m) {
+				if !slices.Contains(in.ImageDigestSources[i].Mirrors, m) {
 					in.ImageDigestSources[i].Mirrors = append(in.ImageDigestSources[i].Mirrors, m)
 				}
 			}
@@ -414,13 +415,4 @@ func stringList(v any) []string {
 		}
 	}
 	return out
-}
-
-func contains(l []string, s string) bool {
-	for _, e := range l {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

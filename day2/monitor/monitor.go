@@ -65,7 +65,6 @@ type hostState struct {
 	node           string
 	ready          bool
 	readyAt        time.Time
-	warnedPending  bool
 	csrs           map[string]*CSRResult
 	csrOrder       []string
 	lastCSRMessage map[string]string

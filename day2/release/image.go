@@ -150,7 +150,7 @@ func (img *image) openFile(ctx context.Context, p string) (io.ReadCloser, int64,
 				return nil, 0, fmt.Errorf("layer %s: %w", l.Digest, err)
 			}
 			name := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
-			if name == want && (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA) {
+			if name == want && h.Typeflag == tar.TypeReg {
 				return &fileReader{tr: tr, rest: layer, verifier: verifier, layer: l, closers: []func() error{closeDecomp, rc.Close}}, h.Size, nil
 			}
 		}

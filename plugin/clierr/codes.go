@@ -34,6 +34,7 @@ const (
 	ExitRestoreApply          = 24 // an object failed to apply
 	ExitRestoreCluster        = 25 // cluster 0 unreachable or without the CRDs
 	ExitRestoreOlderPostgres  = 26 // target PostgreSQL older than the source's and refuses its schema
+	ExitRestoreWrongPostgres  = 27 // target PostgreSQL not of the major that will run the data (--database-major)
 
 	// Waiting: wait-for restore-complete and add-nodes monitor.
 	ExitTimeout                   = 30 // --timeout ran out before the condition held
@@ -79,6 +80,7 @@ var Codes = []Code{
 	{ExitRestoreApply, "applying an object to cluster 0 failed", []string{"restore"}},
 	{ExitRestoreCluster, "cluster 0 is unreachable or lacks the CRDs", []string{"restore"}},
 	{ExitRestoreOlderPostgres, "the target PostgreSQL is an older major than node 0's and refuses the bundle's schema", []string{"restore"}},
+	{ExitRestoreWrongPostgres, "the target PostgreSQL is not of the major that will run the restored data (--database-major)", []string{"restore"}},
 	{ExitTimeout, "timed out: --timeout ran out before the condition held", []string{"wait-for restore-complete", "add-nodes monitor"}},
 	{ExitWaitRestoreFailed, "the restore recorded a failed phase", []string{"wait-for restore-complete"}},
 	{ExitWaitOtherBundle, "cluster 0 holds a receipt for another bundle, or an incomplete one", []string{"wait-for restore-complete"}},

@@ -42,6 +42,7 @@ func TestExitCodesPinned(t *testing.T) {
 		{"ExitRestoreApply", ExitRestoreApply, 24},
 		{"ExitRestoreCluster", ExitRestoreCluster, 25},
 		{"ExitRestoreOlderPostgres", ExitRestoreOlderPostgres, 26},
+		{"ExitRestoreWrongPostgres", ExitRestoreWrongPostgres, 27},
 		{"ExitTimeout", ExitTimeout, 30},
 		{"ExitWaitRestoreFailed", ExitWaitRestoreFailed, 31},
 		{"ExitWaitOtherBundle", ExitWaitOtherBundle, 32},
@@ -55,7 +56,7 @@ func TestExitCodesPinned(t *testing.T) {
 			t.Errorf("%s = %d, documented as %d", p.name, p.got, p.want)
 		}
 	}
-	want := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 20, 21, 22, 23, 24, 25, 26, 30, 31, 32, 33, 34, 35, 130}
+	want := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 20, 21, 22, 23, 24, 25, 26, 27, 30, 31, 32, 33, 34, 35, 130}
 	if len(Codes) != len(want) {
 		t.Fatalf("the table has %d codes, want %d", len(Codes), len(want))
 	}

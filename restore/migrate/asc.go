@@ -3,8 +3,10 @@ package migrate
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
@@ -20,7 +22,12 @@ var (
 
 // AgentServiceConfig is the part of an AgentServiceConfig migrate checks.
 type AgentServiceConfig struct {
-	Object                       *unstructured.Unstructured
+	Object *unstructured.Unstructured
+	// DatabaseStorage and FilesystemStorage are spec.databaseStorage and
+	// spec.filesystemStorage: the operator creates its PVCs with exactly
+	// these specs, and so does the restore Job.
+	DatabaseStorage, FilesystemStorage corev1.PersistentVolumeClaimSpec
+	// DatabaseSize and FilesystemSize are their storage requests.
 	DatabaseSize, FilesystemSize resource.Quantity
 	// Source names where it came from, for messages.
 	Source string
@@ -42,15 +49,19 @@ func ParseAgentServiceConfig(data []byte, source string) (*AgentServiceConfig, e
 	a := &AgentServiceConfig{Object: u, Source: source}
 	for _, f := range []struct {
 		field string
+		spec  *corev1.PersistentVolumeClaimSpec
 		q     *resource.Quantity
-	}{{"databaseStorage", &a.DatabaseSize}, {"filesystemStorage", &a.FilesystemSize}} {
-		s, _, _ := unstructured.NestedString(u.Object, "spec", f.field, "resources", "requests", "storage")
-		if s == "" {
-			return nil, fmt.Errorf("%s: spec.%s.resources.requests.storage is required", source, f.field)
+	}{{"databaseStorage", &a.DatabaseStorage, &a.DatabaseSize}, {"filesystemStorage", &a.FilesystemStorage, &a.FilesystemSize}} {
+		m, _, _ := unstructured.NestedMap(u.Object, "spec", f.field)
+		if m == nil {
+			return nil, fmt.Errorf("%s: spec.%s is required", source, f.field)
 		}
-		v, err := resource.ParseQuantity(s)
-		if err != nil {
-			return nil, fmt.Errorf("%s: spec.%s storage %q: %v", source, f.field, s, err)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(m, f.spec, true); err != nil {
+			return nil, fmt.Errorf("%s: spec.%s is not a PersistentVolumeClaim spec: %v", source, f.field, err)
+		}
+		v, ok := f.spec.Resources.Requests[corev1.ResourceStorage]
+		if !ok || v.IsZero() {
+			return nil, fmt.Errorf("%s: spec.%s.resources.requests.storage is required", source, f.field)
 		}
 		*f.q = v
 	}

@@ -54,3 +54,16 @@ func (PostgresDB) Watermark(ctx context.Context, dsn string) (*Watermark, error)
 func (PostgresDB) ClusterIDs(ctx context.Context, dsn string) ([]string, error) {
 	return pgsource.LiveClusterIDs(ctx, dsn, "public")
 }
+
+// ServerVersion implements DB.
+func (PostgresDB) ServerVersion(ctx context.Context, dsn string) (string, int, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return "", 0, err
+	}
+	defer conn.Close(context.Background())
+	var v string
+	var n int
+	err = conn.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('server_version_num')::int`).Scan(&v, &n)
+	return v, n, err
+}

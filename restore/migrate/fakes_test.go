@@ -3,19 +3,23 @@ package migrate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/selfimage"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/sign"
 	"github.com/kubectl-assisted/kubectl-assisted/restore"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/job"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/switchover"
 )
@@ -28,6 +32,7 @@ type fakeDB struct {
 	watermark  Watermark
 	clusterIDs []string
 	calls      []string
+	version    int // server_version_num; 0: 15.20
 }
 
 func (f *fakeDB) OtherSessions(_ context.Context, dsn string) (int, string, error) {
@@ -39,6 +44,14 @@ func (f *fakeDB) Watermark(_ context.Context, dsn string) (*Watermark, error) {
 	f.calls = append(f.calls, "watermark "+dsn)
 	w := f.watermark
 	return &w, f.err
+}
+
+func (f *fakeDB) ServerVersion(_ context.Context, dsn string) (string, int, error) {
+	f.calls = append(f.calls, "version "+dsn)
+	if f.version == 0 {
+		return "15.20", 150020, f.err
+	}
+	return fmt.Sprintf("%d.1", f.version/10000), f.version, f.err
 }
 
 func (f *fakeDB) ClusterIDs(_ context.Context, dsn string) ([]string, error) {
@@ -64,6 +77,14 @@ type fakeCluster struct {
 	switched    *switchover.Options
 	switchRes   *switchover.Result
 	switchErr   error
+	operator    *job.Operator // nil: none
+	operatorErr error
+	jobFailed   string // non-empty: the Job failed with this reason
+	jobFound    bool
+	// jobRunningPolls is how many JobState calls see the Job still running.
+	jobRunningPolls int
+	jobStatePolls   int
+	deletedJobs     []string
 }
 
 func (f *fakeCluster) Reachable(context.Context) error { return f.unreachable }
@@ -115,6 +136,31 @@ func (f *fakeCluster) WaitReceipt(ctx context.Context, _, digest string, onStatu
 	r.BundleDigest = digest
 	return &r, nil
 }
+func (f *fakeCluster) Operator(context.Context, string) (*job.Operator, error) {
+	if f.operatorErr != nil {
+		return &job.Operator{}, f.operatorErr
+	}
+	if f.operator == nil {
+		return &job.Operator{}, &OperatorError{NotFound: true, Err: errors.New("no infrastructure operator")}
+	}
+	return f.operator, nil
+}
+func (f *fakeCluster) JobState(_ context.Context, _, _ string) (JobState, error) {
+	if f.jobFailed != "" {
+		return JobState{Found: true, Failed: true, Reason: f.jobFailed}, nil
+	}
+	f.jobStatePolls++
+	if f.jobRunningPolls > 0 {
+		f.jobRunningPolls--
+		return JobState{Found: true}, nil
+	}
+	return JobState{Found: f.jobFound, Complete: f.jobFound}, nil
+}
+func (f *fakeCluster) DeleteJob(_ context.Context, ns, name string) error {
+	f.deletedJobs = append(f.deletedJobs, ns+"/"+name)
+	f.jobFailed = ""
+	return nil
+}
 func (f *fakeCluster) Switchover(_ context.Context, o switchover.Options) (*switchover.Result, error) {
 	f.switched = &o
 	if f.switchErr != nil {
@@ -129,13 +175,14 @@ func (f *fakeCluster) Switchover(_ context.Context, o switchover.Options) (*swit
 // fakeBundles is the registry: Create dumps the database source and
 // records what it was given.
 type fakeBundles struct {
-	created   []bundle.CreateOptions
-	refs      []string
-	exists    map[string]bool
-	checked   []string
-	createErr error
-	n         int
-	metaIDs   []string
+	created     []bundle.CreateOptions
+	refs        []string
+	exists      map[string]bool
+	checked     []string
+	createErr   error
+	n           int
+	metaIDs     []string
+	imagePushes []string
 }
 
 func (f *fakeBundles) Check(_ context.Context, ref string, _ sign.Key) error {
@@ -144,6 +191,13 @@ func (f *fakeBundles) Check(_ context.Context, ref string, _ sign.Key) error {
 		return nil
 	}
 	return errors.New("not found")
+}
+
+func (f *fakeBundles) PushRestoreImage(_ context.Context, pinned, version string) (*selfimage.Image, error) {
+	f.imagePushes = append(f.imagePushes, pinned)
+	repo, _, _ := strings.Cut(pinned, "@")
+	return &selfimage.Image{Ref: repo + "@sha256:" + strings.Repeat("e", 64), Digest: "sha256:" + strings.Repeat("e", 64),
+		Platform: "linux/amd64", Version: version, Size: 1 << 20, Pushed: true}, nil
 }
 
 func (f *fakeBundles) Create(ctx context.Context, ref string, o bundle.CreateOptions) (*bundle.Result, error) {
@@ -224,7 +278,8 @@ func newWorld(t *testing.T, direct bool) *world {
 	if direct {
 		w.o.TargetDB, w.o.TargetDataDir = targetDSN, "/mnt/data"
 	} else {
-		w.o.RestoreImage = "quay.io/example/kubectl-assisted:test"
+		w.cluster.operator = &job.Operator{Namespace: "mce", Deployment: "infrastructure-operator", DatabaseImage: "quay.io/sclorg/postgresql-12-c8s:latest",
+			NodeSelector: map[string]string{"node-role.kubernetes.io/infra": ""}, Tolerations: []corev1.Toleration{{Key: "infra", Operator: corev1.TolerationOpExists}}}
 	}
 	w.o.OnEvent = func(e Event) { w.events = append(w.events, e) }
 	return w

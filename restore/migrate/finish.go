@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/job"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/switchover"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/waitfor"
 )
@@ -34,7 +38,14 @@ func (waitStep) run(ctx context.Context, m *migration) (string, error) {
 	o, st := m.o, m.state
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	rec, err := o.Cluster.WaitReceipt(ctx, o.Namespace, st.Digest, func(msg string) { m.note(StepWait, "%s", msg) })
+	onStatus := func(msg string) { m.note(StepWait, "%s", msg) }
+	var rec *journal.Receipt
+	var err error
+	if o.Direct() {
+		rec, err = o.Cluster.WaitReceipt(ctx, o.Namespace, st.Digest, onStatus)
+	} else {
+		rec, err = m.waitForJob(ctx, onStatus)
+	}
 	if err != nil {
 		if errors.Is(err, waitfor.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
 			hint := "Run the same command again to keep waiting."
@@ -46,6 +57,89 @@ func (waitStep) run(ctx context.Context, m *migration) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("receipt for %s with phases %s", rec.BundleDigest, strings.Join(rec.Phases, ",")), nil
+}
+
+// jobPollInterval is how often the wait looks at the restore Job (one GET).
+var jobPollInterval = 500 * time.Millisecond
+
+// errReceived ends the Job's watch once the receipt is there.
+var errReceived = errors.New("receipt received")
+
+// waitForJob waits for the receipt while watching the restore Job: a Job
+// that failed (its retries used up, or a refusal no retry changes) never
+// writes the receipt, so the wait ends then, with its reason.
+func (m *migration) waitForJob(ctx context.Context, onStatus func(string)) (*journal.Receipt, error) {
+	o, st := m.o, m.state
+	name := job.JobName(st.Digest)
+	g, gctx := errgroup.WithContext(ctx)
+	var rec *journal.Receipt
+	g.Go(func() error {
+		r, err := o.Cluster.WaitReceipt(gctx, o.Namespace, st.Digest, onStatus)
+		if err != nil {
+			return err
+		}
+		rec = r
+		return errReceived
+	})
+	g.Go(func() error {
+		for {
+			js, err := o.Cluster.JobState(gctx, o.Namespace, name)
+			if err == nil && js.Failed {
+				return m.jobFailed(js)
+			}
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-time.After(jobPollInterval):
+			}
+		}
+	})
+	err := g.Wait()
+	var jf *jobFailedError
+	if errors.As(err, &jf) {
+		// The next run applies the Job again.
+		delete(st.Steps, StepRestore)
+		return nil, jf.err
+	}
+	if !errors.Is(err, errReceived) {
+		return nil, err
+	}
+	// The receipt is written before the Job ends: its PostgreSQL still
+	// shuts down (a smart shutdown, ending with a checkpoint). The operator
+	// must not start PostgreSQL on the same volume before that is over.
+	noted := false
+	for {
+		js, err := o.Cluster.JobState(ctx, o.Namespace, name)
+		switch {
+		case err != nil:
+			return nil, err
+		case js.Complete || !js.Found:
+			return rec, nil
+		case js.Failed:
+			err := m.jobFailed(js)
+			return nil, err.err
+		}
+		if !noted {
+			onStatus("restored; the Job's PostgreSQL is shutting down (its checkpoint)")
+			noted = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(jobPollInterval):
+		}
+	}
+}
+
+type jobFailedError struct{ err error }
+
+func (e *jobFailedError) Error() string { return e.err.Error() }
+
+// jobFailed is the error of a failed restore Job.
+func (m *migration) jobFailed(js JobState) *jobFailedError {
+	name := job.JobName(m.state.Digest)
+	return &jobFailedError{err: hinted(fmt.Errorf("the restore Job %s/%s failed: %s", m.o.Namespace, name, js.Reason),
+		fmt.Sprintf("Fix the cause and run the same command again: it replaces the failed Job. Its logs: kubectl -n %s logs job/%s --all-containers", m.o.Namespace, name))}
 }
 
 // serviceStep creates the AgentServiceConfig now that the receipt exists;

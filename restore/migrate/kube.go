@@ -4,13 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -20,6 +25,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/job"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/switchover"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/waitfor"
@@ -157,6 +163,8 @@ func (k *kubeCluster) LocalAuthKey(ctx context.Context, ns string) (*auth.KeyPai
 func (k *kubeCluster) WaitReceipt(ctx context.Context, ns, digest string, onStatus func(string)) (*journal.Receipt, error) {
 	last := ""
 	return waitfor.Wait(ctx, k.cs, ns, digest, waitfor.Options{
+		// One GET of the journal a second: migrate waits on nothing else.
+		Interval: time.Second,
 		OnStatus: func(s waitfor.Status) {
 			msg := s.State
 			if s.Phase != "" {
@@ -175,4 +183,151 @@ func (k *kubeCluster) WaitReceipt(ctx context.Context, ns, digest string, onStat
 
 func (k *kubeCluster) Switchover(ctx context.Context, o switchover.Options) (*switchover.Result, error) {
 	return switchover.Run(ctx, k.cs, o)
+}
+
+// databaseImageEnv is the operator's variable naming the PostgreSQL image
+// (internal/controller/controllers/images.go DatabaseImage()).
+const databaseImageEnv = "DATABASE_IMAGE"
+
+// clusterVersionCRD is the CRD whose presence makes the operator treat the
+// cluster as OpenShift (kube_compat.go ServerIsOpenShift).
+const clusterVersionCRD = "clusterversions.config.openshift.io"
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// Operator finds the Deployment whose container sets DATABASE_IMAGE: the
+// infrastructure operator, as MCE (infrastructure-operator in
+// multicluster-engine) and the standalone operator (config/manager) run it.
+// It deploys assisted-service into its own namespace (NAMESPACE, its pod's,
+// cmd/operator/main.go), so it must run in ns. Its pod's nodeSelector and
+// tolerations are what it copies into the assisted-service Deployment; the
+// template's stand in while no pod of it runs.
+func (k *kubeCluster) Operator(ctx context.Context, ns string) (*job.Operator, error) {
+	deps, err := k.cs.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) {
+		deps, err = k.cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look for the infrastructure operator on cluster 0: %w", err)
+	}
+	var found []*appsv1.Deployment
+	for i := range deps.Items {
+		if databaseImage(&deps.Items[i].Spec.Template.Spec) != "" {
+			found = append(found, &deps.Items[i])
+		}
+	}
+	var dep *appsv1.Deployment
+	var elsewhere []string
+	for _, d := range found {
+		if d.Namespace == ns {
+			dep = d
+		} else {
+			elsewhere = append(elsewhere, d.Namespace+"/"+d.Name)
+		}
+	}
+	op := &job.Operator{}
+	_, err = k.dyn.Resource(crdResource).Get(ctx, clusterVersionCRD, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		op.OpenShift = true
+	case apierrors.IsNotFound(err):
+	default:
+		return nil, fmt.Errorf("is cluster 0 OpenShift (CRD %s)? %w", clusterVersionCRD, err)
+	}
+	switch {
+	case dep == nil && len(elsewhere) > 0:
+		return nil, &OperatorError{Err: fmt.Errorf("the infrastructure operator runs in %s, not in %s: it deploys assisted-service into its own namespace; give -n with that namespace", strings.Join(elsewhere, ", "), ns)}
+	case dep == nil:
+		return op, &OperatorError{NotFound: true, Err: fmt.Errorf("no infrastructure operator on cluster 0 (no Deployment sets %s)", databaseImageEnv)}
+	}
+	op.Namespace, op.Deployment, op.DatabaseImage = dep.Namespace, dep.Name, databaseImage(&dep.Spec.Template.Spec)
+	op.NodeSelector, op.Tolerations = dep.Spec.Template.Spec.NodeSelector, dep.Spec.Template.Spec.Tolerations
+	if sel, err := metav1.LabelSelectorAsSelector(dep.Spec.Selector); err == nil {
+		pods, err := k.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			return nil, fmt.Errorf("the infrastructure operator's pod: %w", err)
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				op.NodeSelector, op.Tolerations = p.Spec.NodeSelector, p.Spec.Tolerations
+				break
+			}
+		}
+	}
+	return op, nil
+}
+
+// databaseImage is the DATABASE_IMAGE a pod spec's containers set.
+func databaseImage(spec *corev1.PodSpec) string {
+	for _, c := range spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == databaseImageEnv && e.Value != "" {
+				return e.Value
+			}
+		}
+	}
+	return ""
+}
+
+// JobState reads a Job's Complete and Failed conditions; for a failed one
+// the restore container's termination message (its last lines:
+// FallbackToLogsOnError) joins the condition's message.
+func (k *kubeCluster) JobState(ctx context.Context, ns, name string) (JobState, error) {
+	j, err := k.cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return JobState{}, nil
+	}
+	if err != nil {
+		return JobState{}, err
+	}
+	st := JobState{Found: true}
+	for _, c := range j.Status.Conditions {
+		switch {
+		case c.Status != corev1.ConditionTrue:
+		case c.Type == batchv1.JobComplete:
+			st.Complete = true
+		case c.Type == batchv1.JobFailed:
+			st.Failed, st.Reason = true, strings.TrimSpace(c.Reason+": "+c.Message)
+		}
+	}
+	if !st.Failed {
+		return st, nil
+	}
+	pods, err := k.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
+	if err == nil {
+		var last *corev1.ContainerStateTerminated
+		for _, p := range pods.Items {
+			for _, c := range p.Status.ContainerStatuses {
+				if t := c.State.Terminated; c.Name == job.RestoreContainer && t != nil && (last == nil || t.FinishedAt.After(last.FinishedAt.Time)) {
+					last = t
+				}
+			}
+		}
+		if last != nil && strings.TrimSpace(last.Message) != "" {
+			st.Reason += fmt.Sprintf("; the restore exited %d:\n%s", last.ExitCode, strings.TrimSpace(last.Message))
+		}
+	}
+	return st, nil
+}
+
+// DeleteJob deletes a Job in the background (the garbage collector removes
+// its pods) and waits until the Job object is gone.
+func (k *kubeCluster) DeleteJob(ctx context.Context, ns, name string) error {
+	bg := metav1.DeletePropagationBackground
+	err := k.cs.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	for {
+		if _, err := k.cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }

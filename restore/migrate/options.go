@@ -12,9 +12,11 @@ import (
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/oci"
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/selfimage"
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/sign"
 	"github.com/kubectl-assisted/kubectl-assisted/restore"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/job"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/switchover"
 )
@@ -57,10 +59,14 @@ type Options struct {
 	ImageServiceURL string
 	// NamespaceMapping maps node-0 namespaces to cluster-0 ones.
 	NamespaceMapping map[string]string
-	// RestoreImage, DatabaseImage and StorageClass shape the restore Job.
-	RestoreImage  string
+	// RestoreImage is the restore Job's image; empty: the running binary,
+	// pushed beside the bundle (bundle/selfimage).
+	RestoreImage string
+	// DatabaseImage overrides the operator's DATABASE_IMAGE for the Job's
+	// PostgreSQL; it must be of the same major.
 	DatabaseImage string
-	StorageClass  string
+	// Version is this binary's version, recorded on the restore image.
+	Version string
 	// AgentServiceConfig is created once the receipt exists (nil: skipped);
 	// its storage requests size the Job's PVCs.
 	AgentServiceConfig *AgentServiceConfig
@@ -114,8 +120,6 @@ func (o *Options) Validate() error {
 		return bad("the bundle reference must name a tag, not a digest: migrate pushes a new bundle")
 	case (o.TargetDB == "") != (o.TargetDataDir == ""):
 		return bad("the target database and data directory go together (restore directly); give neither to restore with a Job")
-	case !o.Direct() && o.RestoreImage == "":
-		return bad("the restore Job needs a restore image")
 	case !o.Direct() && o.AgentServiceConfig == nil:
 		return bad("the restore Job sizes its PVCs from the AgentServiceConfig: give one")
 	case o.NoEncryption && len(o.Create.Recipients) > 0:
@@ -234,6 +238,8 @@ type DB interface {
 	Watermark(ctx context.Context, dsn string) (*Watermark, error)
 	// ClusterIDs lists the clusters that are not soft-deleted.
 	ClusterIDs(ctx context.Context, dsn string) ([]string, error)
+	// ServerVersion is the server's server_version and server_version_num.
+	ServerVersion(ctx context.Context, dsn string) (string, int, error)
 }
 
 // Cluster is what migrate does on cluster 0.
@@ -263,7 +269,36 @@ type Cluster interface {
 	WaitReceipt(ctx context.Context, ns, digest string, onStatus func(string)) (*journal.Receipt, error)
 	// Switchover points the assisted-installer-controller at the service.
 	Switchover(ctx context.Context, o switchover.Options) (*switchover.Result, error)
+	// Operator finds cluster 0's infrastructure operator (the Deployment
+	// that sets DATABASE_IMAGE) that will deploy assisted-service into ns;
+	// an *OperatorError when it runs elsewhere or there is none (then
+	// with the Operator's OpenShift field set all the same).
+	Operator(ctx context.Context, ns string) (*job.Operator, error)
+	// JobState reports the state of the Job ns/name: whether it exists,
+	// has completed or has failed, and why (its condition's message and the
+	// restore container's last words).
+	JobState(ctx context.Context, ns, name string) (JobState, error)
+	// DeleteJob deletes the Job ns/name (its pods go with it) and returns
+	// once it is gone.
+	DeleteJob(ctx context.Context, ns, name string) error
 }
+
+// JobState is the state of the restore Job.
+type JobState struct {
+	Found, Complete, Failed bool
+	// Reason says why it failed.
+	Reason string
+}
+
+// OperatorError says why the infrastructure operator was not found.
+type OperatorError struct {
+	// NotFound: no operator anywhere (not one in another namespace).
+	NotFound bool
+	Err      error
+}
+
+func (e *OperatorError) Error() string { return e.Err.Error() }
+func (e *OperatorError) Unwrap() error { return e.Err }
 
 // Bundles reaches the registry.
 type Bundles interface {
@@ -271,6 +306,9 @@ type Bundles interface {
 	Check(ctx context.Context, ref string, signer sign.Key) error
 	// Create writes the bundle to ref.
 	Create(ctx context.Context, ref string, o bundle.CreateOptions) (*bundle.Result, error)
+	// PushRestoreImage stores the running binary as an image beside the
+	// bundle pinned (REPO@DIGEST) and returns it.
+	PushRestoreImage(ctx context.Context, pinned, version string) (*selfimage.Image, error)
 }
 
 // Restorer runs a restore (restore.Run).

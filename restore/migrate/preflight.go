@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/kubectl-assisted/kubectl-assisted/restore/job"
 )
 
 // ProvenanceAnnotation marks objects migrate created, with the bundle digest.
@@ -67,6 +70,61 @@ func (preflightStep) run(ctx context.Context, m *migration) (string, error) {
 		}
 		notes = append(notes, "--force: scaled assisted-service on cluster 0 to zero")
 	}
+	if !o.Direct() {
+		note, err := m.findOperator(ctx)
+		if err != nil {
+			return "", err
+		}
+		notes = append(notes, note)
+	}
 	notes = append(notes, fmt.Sprintf("cluster 0 reachable (%s), namespace %s", o.Target, o.Namespace))
 	return strings.Join(notes, "; "), nil
+}
+
+// findOperator finds what the restore Job takes from cluster 0's
+// infrastructure operator (restore/job): its DATABASE_IMAGE, placement,
+// and whether the cluster is OpenShift. --database-image may stand in for
+// an operator not installed yet, and must otherwise be of the operator's
+// major: the operator's postgres container refuses a data directory of
+// another ("Incompatible data directory", sclorg's try_pgupgrade).
+func (m *migration) findOperator(ctx context.Context) (string, error) {
+	o := m.o
+	op, err := o.Cluster.Operator(ctx, o.Namespace)
+	var oe *OperatorError
+	switch {
+	case errors.As(err, &oe) && oe.NotFound && o.DatabaseImage != "":
+		m.operator, m.databaseMajor = op, job.DatabaseMajorOf(o.DatabaseImage)
+		return fmt.Sprintf("no infrastructure operator on cluster 0 yet: the Job runs PostgreSQL from --database-image %s, without the operator's node placement", o.DatabaseImage), nil
+	case errors.As(err, &oe):
+		return "", hinted(err, "Install multicluster-engine (its infrastructure operator) on cluster 0 first, or give -n with the operator's namespace; --database-image names the PostgreSQL image when the operator is not installed yet.")
+	case err != nil:
+		return "", err
+	}
+	m.operator, m.databaseMajor = op, job.DatabaseMajorOf(op.DatabaseImage)
+	note := fmt.Sprintf("infrastructure operator %s/%s runs PostgreSQL from %s", op.Namespace, op.Deployment, op.DatabaseImage)
+	if o.DatabaseImage != "" {
+		over := job.DatabaseMajorOf(o.DatabaseImage)
+		if m.databaseMajor != 0 && over != 0 && over != m.databaseMajor {
+			return "", hinted(fmt.Errorf("--database-image %s is PostgreSQL %d, but the operator runs PostgreSQL %d (%s): its postgres container would refuse the data directory the Job leaves",
+				o.DatabaseImage, over, m.databaseMajor, op.DatabaseImage), "Leave --database-image out (the Job runs the operator's image), or give an image of PostgreSQL "+strconv.Itoa(m.databaseMajor)+".")
+		}
+		if m.databaseMajor == 0 {
+			m.databaseMajor = over
+		}
+		note += "; the Job runs " + o.DatabaseImage + " (--database-image)"
+	}
+	if m.databaseMajor == 0 {
+		note += " (its major is not in its name: the restore cannot check it)"
+	} else if o.SourceDB != "" {
+		// A logical dump restores into an older major when that server
+		// accepts its schema; the restore tries it before writing.
+		if v, n, err := o.DB.ServerVersion(ctx, o.SourceDB); err == nil && n/10000 > m.databaseMajor {
+			note += fmt.Sprintf("; node 0 runs PostgreSQL %s, newer than the operator's %d: the restore tries the bundle's schema on %d before it writes anything, and stops there if %d refuses it",
+				v, m.databaseMajor, m.databaseMajor, m.databaseMajor)
+		}
+	}
+	if len(op.NodeSelector) > 0 || len(op.Tolerations) > 0 {
+		note += fmt.Sprintf("; the Job is placed as the operator places assisted-service (node selector %v, %d toleration(s))", op.NodeSelector, len(op.Tolerations))
+	}
+	return note, nil
 }

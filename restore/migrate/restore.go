@@ -114,7 +114,8 @@ func jobArgs(o Options) []string {
 }
 
 // restoreJob applies the restore Job (and its PVCs, Secrets and RBAC) on
-// cluster 0 with server-side apply.
+// cluster 0 with server-side apply. Without --restore-image the Job runs
+// this very binary, pushed as an image beside the bundle.
 func restoreJob(ctx context.Context, m *migration) (string, error) {
 	o, st := m.o, m.state
 	idText, _, err := identityText(o, st)
@@ -124,6 +125,9 @@ func restoreJob(ctx context.Context, m *migration) (string, error) {
 	if idText == "" {
 		return "", errors.New("the restore Job needs the age identity: this bundle is unencrypted, and the Job only restores encrypted bundles")
 	}
+	if m.operator == nil {
+		return "", errors.New("the preflight did not find cluster 0's infrastructure operator")
+	}
 	_, signerPEM, err := st.Signer()
 	if err != nil {
 		return "", err
@@ -132,15 +136,33 @@ func restoreJob(ctx context.Context, m *migration) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	var ca []byte
+	if o.Registry.CAFile != "" {
+		if ca, err = os.ReadFile(o.Registry.CAFile); err != nil {
+			return "", fmt.Errorf("the registry's CA for the restore Job: %w", err)
+		}
+	}
+	image, pushed := o.RestoreImage, ""
+	if image == "" {
+		img, err := o.Bundles.PushRestoreImage(ctx, st.Pinned, o.Version)
+		if err != nil {
+			return "", hinted(fmt.Errorf("store this kubectl-assisted as the restore Job's image beside the bundle: %w", err),
+				"Give --restore-image with an image of kubectl-assisted that cluster 0 can pull (restore/job/Containerfile builds one).")
+		}
+		image = img.Ref
+		verb := "pushed"
+		if !img.Pushed {
+			verb = "found"
+		}
+		pushed = fmt.Sprintf("; restore image %s %s beside the bundle (%s, %s)", img.Digest, verb, img.Platform, humanBytes(img.Size))
+		m.note(StepRestore, "restore image %s %s beside the bundle", img.Ref, verb)
+	}
 	asc := o.AgentServiceConfig
 	jo := job.Options{
 		Namespace: o.Namespace, Ref: st.Pinned, Digest: st.Digest,
-		RestoreImage: o.RestoreImage, DatabaseImage: o.DatabaseImage,
-		DatabaseSize: asc.DatabaseSize, FilesystemSize: asc.FilesystemSize,
-		Identity: idText, Signer: signerPEM, RegistryAuth: regAuth, ExtraArgs: jobArgs(o),
-	}
-	if o.StorageClass != "" {
-		jo.StorageClassName = &o.StorageClass
+		RestoreImage: image, Operator: *m.operator, DatabaseImage: o.DatabaseImage, DatabaseMajor: m.databaseMajor,
+		DatabaseStorage: asc.DatabaseStorage, FilesystemStorage: asc.FilesystemStorage,
+		Identity: idText, Signer: signerPEM, RegistryAuth: regAuth, RegistryCA: ca, ExtraArgs: jobArgs(o),
 	}
 	objs, err := job.Objects(jo)
 	if err != nil {
@@ -152,11 +174,20 @@ func restoreJob(ctx context.Context, m *migration) (string, error) {
 	if err := o.Cluster.EnsurePostgresSecret(ctx, o.Namespace); err != nil {
 		return "", fmt.Errorf("the postgres Secret for the restore Job: %w", err)
 	}
+	// A Job cannot be restarted: one that failed before goes first.
+	if js, err := o.Cluster.JobState(ctx, o.Namespace, job.JobName(st.Digest)); err != nil {
+		return "", err
+	} else if js.Failed {
+		if err := o.Cluster.DeleteJob(ctx, o.Namespace, job.JobName(st.Digest)); err != nil {
+			return "", fmt.Errorf("replace the failed restore Job: %w", err)
+		}
+		m.note(StepRestore, "deleted the failed restore Job %s/%s to run it again", o.Namespace, job.JobName(st.Digest))
+	}
 	if err := o.Cluster.Apply(ctx, objs, ""); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("applied Job %s/%s (PVCs %s, %s)", o.Namespace, job.JobName(st.Digest),
-		asc.DatabaseSize.String(), asc.FilesystemSize.String()), nil
+	return fmt.Sprintf("applied Job %s/%s with PostgreSQL from %s (PVCs %s, %s)%s", o.Namespace, job.JobName(st.Digest),
+		jo.SidecarImage(), asc.DatabaseSize.String(), asc.FilesystemSize.String(), pushed), nil
 }
 
 // registryAuthForHost is the pull secret of the restore Job: a docker
@@ -165,4 +196,15 @@ func restoreJob(ctx context.Context, m *migration) (string, error) {
 // cluster 0 holds no other registry's credentials; nil when there is none.
 func registryAuthForHost(ctx context.Context, configFile, host string) ([]byte, error) {
 	return registry.DockerConfigFor(ctx, configFile, host)
+}
+
+// sidecarImage is the PostgreSQL image the restore Job runs.
+func (m *migration) sidecarImage() string {
+	if m.o.DatabaseImage != "" {
+		return m.o.DatabaseImage
+	}
+	if m.operator != nil {
+		return m.operator.DatabaseImage
+	}
+	return "the operator's DATABASE_IMAGE"
 }

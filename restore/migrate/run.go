@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kubectl-assisted/kubectl-assisted/restore"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/job"
 )
 
 // Step names, in order. A failing step is reported as a *StepError with its
@@ -49,6 +50,10 @@ type migration struct {
 	o      Options
 	state  *State
 	dryRun bool
+	// operator is cluster 0's infrastructure operator (job mode; the
+	// preflight finds it), databaseMajor its PostgreSQL major (0: unknown).
+	operator      *job.Operator
+	databaseMajor int
 }
 
 func (m *migration) event(e Event) {
@@ -134,41 +139,64 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				DurationSeconds: seconds(rec.FinishedAt.Sub(rec.StartedAt))})
 			continue
 		}
-		m.event(Event{Type: EventStepStart, Step: name, Number: n})
-		start := m.now()
-		st.Steps[name] = &StepState{State: StateRunning, StartedAt: start}
-		if err := st.Save(); err != nil {
-			return fail(fmt.Errorf("save state: %w", err))
-		}
-		detail, err := s.run(ctx, m)
-		rec := st.Steps[name]
-		rec.FinishedAt = m.now()
+		sr, err := m.runStep(ctx, s)
 		if err != nil {
-			rec.State, rec.Detail = StateFailed, redactDSNs(err.Error(), o.SourceDB, o.TargetDB)
-			if serr := st.Save(); serr != nil {
-				err = errors.Join(err, fmt.Errorf("save state: %w", serr))
-			}
 			return fail(err)
 		}
-		rec.State, rec.Detail = StateDone, detail
-		if d, ok := strings.CutPrefix(detail, skippedPrefix); ok {
-			rec.State, rec.Detail = StateSkipped, d
-		}
-		if err := st.Save(); err != nil {
-			return fail(fmt.Errorf("save state: %w", err))
-		}
-		d := rec.FinishedAt.Sub(start)
-		m.event(Event{Type: EventStepDone, Step: name, Number: n, State: rec.State, Detail: detail, Duration: d})
-		res.Steps = append(res.Steps, StepResult{Name: name, State: rec.State, Ran: true, Detail: rec.Detail, DurationSeconds: seconds(d)})
+		res.Steps = append(res.Steps, sr)
 	}
 	res.Digest, res.ServiceURL, res.Watermark = st.Digest, o.ServiceURL, st.Watermark
+	m.addKeys(res)
+	return res, nil
+}
+
+// runStep runs one step, recording it in the state as running, then done,
+// skipped or failed (the message without connection strings), and telling
+// OnEvent.
+func (m *migration) runStep(ctx context.Context, s step) (StepResult, error) {
+	o, st := m.o, m.state
+	name, n := s.name(), StepNumber(s.name())
+	m.event(Event{Type: EventStepStart, Step: name, Number: n})
+	start := m.now()
+	st.Steps[name] = &StepState{State: StateRunning, StartedAt: start}
+	if err := st.Save(); err != nil {
+		return StepResult{}, fmt.Errorf("save state: %w", err)
+	}
+	detail, err := s.run(ctx, m)
+	rec := st.Steps[name]
+	if rec == nil { // the step reset itself (a failed restore Job)
+		rec = &StepState{StartedAt: start}
+		st.Steps[name] = rec
+	}
+	rec.FinishedAt = m.now()
+	if err != nil {
+		rec.State, rec.Detail = StateFailed, redactDSNs(err.Error(), o.SourceDB, o.TargetDB)
+		if serr := st.Save(); serr != nil {
+			err = errors.Join(err, fmt.Errorf("save state: %w", serr))
+		}
+		return StepResult{}, err
+	}
+	rec.State, rec.Detail = StateDone, detail
+	if d, ok := strings.CutPrefix(detail, skippedPrefix); ok {
+		rec.State, rec.Detail = StateSkipped, d
+	}
+	if err := st.Save(); err != nil {
+		return StepResult{}, fmt.Errorf("save state: %w", err)
+	}
+	d := rec.FinishedAt.Sub(start)
+	m.event(Event{Type: EventStepDone, Step: name, Number: n, State: rec.State, Detail: detail, Duration: d})
+	return StepResult{Name: name, State: rec.State, Ran: true, Detail: rec.Detail, DurationSeconds: seconds(d)}, nil
+}
+
+// addKeys names the run's generated identity and signing key in res.
+func (m *migration) addKeys(res *Result) {
+	st := m.state
 	if st.Recipient != "" {
 		res.IdentityFile = st.IdentityPath()
 	}
 	if k, _, err := st.Signer(); err == nil {
 		res.SignerFile, res.Signer = st.SignerPath(), k.Fingerprint
 	}
-	return res, nil
 }
 
 // Plan is what a dry run found: the preflight's outcome and what each step
@@ -197,8 +225,12 @@ func DryRun(ctx context.Context, o Options) (*Plan, error) {
 	}
 	restoreDo := "restore directly into the target database and " + o.TargetDataDir + " (in process)"
 	if !o.Direct() {
-		restoreDo = fmt.Sprintf("apply a restore Job in %s running %s (PVCs %s and %s)", o.Namespace, o.RestoreImage,
-			o.AgentServiceConfig.DatabaseSize.String(), o.AgentServiceConfig.FilesystemSize.String())
+		image := o.RestoreImage
+		if image == "" {
+			image = "this kubectl-assisted, pushed as an image beside the bundle"
+		}
+		restoreDo = fmt.Sprintf("apply a restore Job in %s running %s with PostgreSQL from %s (PVCs %s and %s as the AgentServiceConfig specifies them)", o.Namespace, image,
+			m.sidecarImage(), o.AgentServiceConfig.DatabaseSize.String(), o.AgentServiceConfig.FilesystemSize.String())
 	}
 	keys := "a key pair generated for this run, kept in " + o.StateDir
 	if len(o.Create.Recipients) > 0 {

@@ -158,7 +158,7 @@ func TestOptionsValidate(t *testing.T) {
 		"plaintext to registry": func(o *Options) { o.NoEncryption = true },
 		"nothing":               func(o *Options) { o.Create.Database, o.Create.Files = nil, nil },
 		"no namespace":          func(o *Options) { o.Namespace = "" },
-		"job without image":     func(o *Options) { o.TargetDB, o.TargetDataDir = "", "" },
+		"job without ASC":       func(o *Options) { o.TargetDB, o.TargetDataDir, o.AgentServiceConfig = "", "", nil },
 	} {
 		w := newWorld(t, true)
 		change(&w.o)

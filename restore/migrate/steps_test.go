@@ -201,6 +201,9 @@ func TestRestoreJob_AppliesTheJob(t *testing.T) {
 	w.o.Registry.AuthFile = auths
 	w.o.Registry.PlainHTTP = true
 	m := w.migration(t)
+	if _, err := (preflightStep{}).run(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := (bundleStep{}).run(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}

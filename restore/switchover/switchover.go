@@ -12,8 +12,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -128,7 +129,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 		want[KeySkipCertVerification] = fmt.Sprint(*o.SkipCertVerification)
 	}
 	cmChanged := false
-	for _, k := range sortedKeys(want) {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if cm.Data[k] != want[k] {
 			res.Changes = append(res.Changes, Change{Object: "ConfigMap/" + ConfigMapName, Key: k, From: cm.Data[k], To: want[k]})
 			if cm.Data == nil {
@@ -214,13 +215,4 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 		res.RestartedPods = append(res.RestartedPods, p.Name)
 	}
 	return res, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"time"
 
@@ -26,19 +27,37 @@ func (d *demo) startComponents(s *stepRun) error {
 	s.say("plugin: %s (found by kubectl's plugin discovery as `kubectl assisted`)", harness.PluginBinary(d.r))
 
 	var err error
-	d.node0PG = harness.StartPostgres(d.r)
-	if d.node0DB, err = createDatabase(d.ctx, d.node0PG); err != nil {
-		return fmt.Errorf("node 0 database: %w", err)
+	if d.opts.atReboot {
+		if err := d.startNode0Container(s); err != nil {
+			return err
+		}
+	} else {
+		d.node0PG = harness.StartPostgres(d.r)
+		if d.node0DB, err = createDatabase(d.ctx, d.node0PG); err != nil {
+			return fmt.Errorf("node 0 database: %w", err)
+		}
+		s.say("node 0 PostgreSQL %d:    %s", d.node0PG.Version(), d.node0DB)
 	}
-	s.say("node 0 PostgreSQL %d:    %s", d.node0PG.Version(), d.node0DB)
 
-	d.cluster0PG = harness.StartPostgres(d.r)
-	if d.cluster0DB, err = createDatabase(d.ctx, d.cluster0PG); err != nil {
-		return fmt.Errorf("cluster 0 database: %w", err)
+	if d.opts.job {
+		d.cluster = harness.SharedCluster(d.r)
+		d.r.Cleanup(d.cluster.Stop)
+		s.say("cluster 0:               a real node: kubelet, containerd, runc, kube-proxy, controller-manager, scheduler (%s at %s)", harness.NodeName, harness.NodeIP)
+	} else {
+		d.cluster0PG = harness.StartPostgres(d.r)
+		if d.cluster0DB, err = createDatabase(d.ctx, d.cluster0PG); err != nil {
+			return fmt.Errorf("cluster 0 database: %w", err)
+		}
+		s.say("cluster 0 PostgreSQL %d: %s (empty, as MCE's postgres container makes it)", d.cluster0PG.Version(), d.cluster0DB)
+		d.cluster0Data = d.path("cluster0", "data")
 	}
-	s.say("cluster 0 PostgreSQL %d: %s (empty, as MCE's postgres container makes it)", d.cluster0PG.Version(), d.cluster0DB)
 
-	if _, err := exec.LookPath("docker-registry"); err == nil {
+	if d.opts.job {
+		// On the node's address: the Job's pod pulls from it too.
+		d.registry = harness.StartDockerRegistry(d.r, harness.DockerRegistryOptions{TLS: true, Auth: true, IP: harness.NodeIP})
+		d.cluster.TrustRegistry(d.r, d.registry)
+		s.say("registry:                https://%s (docker-registry, TLS with its own CA, basic auth; the node trusts the CA)", d.registry.Host)
+	} else if _, err := exec.LookPath("docker-registry"); err == nil {
 		d.registry = harness.StartDockerRegistry(d.r, harness.DockerRegistryOptions{TLS: true, Auth: true})
 		s.say("registry:                https://%s (docker-registry, TLS with its own CA, basic auth)", d.registry.Host)
 	} else {
@@ -50,8 +69,12 @@ func (d *demo) startComponents(s *stepRun) error {
 	d.mirror = harness.StartInProcessRegistry(d.r)
 	s.say("release mirror:          http://%s (in-process; holds the OpenShift release payload for day 2)", d.mirror.Host)
 
-	d.kube = harness.SharedKube(d.r)
-	d.r.Cleanup(d.kube.Stop)
+	if d.cluster != nil {
+		d.kube = d.cluster.Kube
+	} else {
+		d.kube = harness.SharedKube(d.r)
+		d.r.Cleanup(d.kube.Stop)
+	}
 	if err := mkdirs(d.path("cluster0")); err != nil {
 		return err
 	}
@@ -65,6 +88,11 @@ func (d *demo) startComponents(s *stepRun) error {
 	}
 	if err := d.seedController(); err != nil {
 		return fmt.Errorf("assisted-installer-controller on cluster 0: %w", err)
+	}
+	if d.cluster != nil {
+		if err := d.startOperator(s); err != nil {
+			return err
+		}
 	}
 	files, _ := harness.CRDFiles()
 	s.say("cluster 0 API:           %s (kube-apiserver + etcd, %d CRD files, namespace %s where MCE runs assisted-service)", d.kube.Server, len(files), serviceNamespace)
@@ -128,3 +156,40 @@ func (d *demo) registryArgs() []string {
 	}
 	return a
 }
+
+// operatorMajor is the PostgreSQL major of the demo's operator: 12, the
+// DATABASE_IMAGE of release-4.17 and release-4.19 (images.go).
+const operatorMajor = 12
+
+// startOperator readies cluster 0 for the restore Job: the infrastructure
+// operator's Deployment (its DATABASE_IMAGE served by the node's mirror),
+// local volumes in a storage class, and the AgentServiceConfig asking for
+// them.
+func (d *demo) startOperator(s *stepRun) error {
+	d.cluster.StartOperator(d.r, serviceNamespace, operatorMajor, nil)
+	d.cluster.LocalVolumes(d.r, storageClass, "5Gi", "5Gi")
+	d.ascFile = d.path("cluster0", "agentserviceconfig.yaml")
+	asc := fmt.Sprintf(`apiVersion: agent-install.openshift.io/v1beta1
+kind: AgentServiceConfig
+metadata:
+  name: agent
+spec:
+  databaseStorage:
+    storageClassName: %[1]s
+    accessModes: [ReadWriteOnce]
+    resources: {requests: {storage: 2Gi}}
+  filesystemStorage:
+    storageClassName: %[1]s
+    accessModes: [ReadWriteOnce]
+    resources: {requests: {storage: 2Gi}}
+`, storageClass)
+	if err := os.WriteFile(d.ascFile, []byte(asc), 0o644); err != nil {
+		return err
+	}
+	s.say("infrastructure operator: Deployment %s/infrastructure-operator, DATABASE_IMAGE %s (built here, served by the node's mirror)", serviceNamespace, harness.OperatorDatabaseImage(operatorMajor))
+	s.say("storage:                 local volumes in storage class %s (WaitForFirstConsumer); AgentServiceConfig %s", storageClass, d.ascFile)
+	return nil
+}
+
+// storageClass holds the demo's local volumes on the node.
+const storageClass = "demo-local"

@@ -39,11 +39,20 @@ type demo struct {
 	// Step 1.
 	node0PG, cluster0PG *harness.Server
 	node0DB, cluster0DB string // connection URLs (trust auth: no password)
-	registry            *harness.Registry
-	registryNote        string
-	mirror              *harness.Registry
-	kube                *harness.Kube
-	kubeconfig          string // cluster 0, admin
+	// node0c is node 0 as a systemd container (-at-reboot); node0Counts its
+	// rows counted before it rebooted, when its database went away.
+	node0c       *harness.Node0
+	node0Counts  map[string]int64
+	registry     *harness.Registry
+	registryNote string
+	mirror       *harness.Registry
+	kube         *harness.Kube
+	kubeconfig   string // cluster 0, admin
+	// cluster is cluster 0 with a node (-job); cluster0Data is cluster 0's
+	// file storage: a directory, or the node's volume behind the PVC.
+	cluster      *harness.Cluster
+	cluster0Data string
+	ascFile      string
 
 	// Step 2.
 	node0 node0State

@@ -46,6 +46,12 @@ func startKeeper(o options, stdout, stderr io.Writer) int {
 	if o.twoStep {
 		args = append(args, "-two-step")
 	}
+	if o.job {
+		args = append(args, "-job")
+	}
+	if o.atReboot {
+		args = append(args, "-at-reboot")
+	}
 	if o.summary != "" {
 		abs, _ := filepath.Abs(o.summary)
 		args = append(args, "-summary", abs)

@@ -6,7 +6,7 @@
 // into cluster 0 with `kubectl assisted`; shows what arrived; builds a day-2
 // ISO against the same API; and ends with a summary table.
 //
-//	go run ./demo [-summary FILE] [-keep] [-state DIR]   # from test/; make demo
+//	go run ./demo [-summary FILE] [-keep] [-state DIR] [-two-step | -at-reboot]   # from test/; make demo
 //	go run ./demo clean                                   # make demo-clean
 //
 // Everything lives under one state directory (default
@@ -27,7 +27,7 @@ import (
 	"syscall"
 )
 
-const usage = `usage: demo [-summary FILE] [-keep] [-state DIR]
+const usage = `usage: demo [-summary FILE] [-keep] [-state DIR] [-two-step | [-job] [-at-reboot]]
        demo clean [-state DIR]
 
 Runs kubectl-assisted's migration and a day-2 ISO end to end on local components.
@@ -41,6 +41,10 @@ type options struct {
 	keep    bool
 	keeper  bool // internal: this process is the background keeper
 	twoStep bool // bundle create + restore instead of migrate
+	job     bool // migrate with the restore Job, on a cluster with a real node
+	// atReboot runs node 0 as a systemd container: migrate --at-reboot arms
+	// it, and the installer's reboot runs the migration.
+	atReboot bool
 }
 
 func main() {
@@ -60,11 +64,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.summary, "summary", os.Getenv("KUBECTL_ASSISTED_DEMO_SUMMARY"), "Also write the summary as JSON to this file")
 	fs.BoolVar(&o.keep, "keep", os.Getenv("KEEP") == "1" || os.Getenv("KEEP") == "true", "Leave the components running after the demo (stop them with `demo clean`)")
 	fs.BoolVar(&o.twoStep, "two-step", false, "Migrate with the commands migrate is made of: bundle create, restore, switchover")
+	fs.BoolVar(&o.job, "job", false, "Migrate as on a real install: with the restore Job on cluster 0, run by a real kubelet (needs root: containerd, runc)")
+	fs.BoolVar(&o.atReboot, "at-reboot", false, "Node 0 is a systemd container (as root, after make tools): arm it with migrate --at-reboot and reboot it as the installer does; the migration runs at that reboot")
 	fs.BoolVar(&o.keeper, "keeper", false, "internal: run as the background keeper")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() > 0 {
+	// -at-reboot -job is the production path: node 0 armed, the restore
+	// Job at its reboot.
+	if fs.NArg() > 0 || (o.twoStep && (o.job || o.atReboot)) {
 		fs.Usage()
 		return 2
 	}

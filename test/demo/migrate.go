@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -31,8 +32,10 @@ type migrationStep struct {
 // through the registry as one encrypted bundle into cluster 0's database,
 // file storage and API.
 func (d *demo) migrate(s *stepRun) error {
-	if err := mkdirs(d.path("cluster0", "data")); err != nil {
-		return err
+	if d.cluster0Data != "" {
+		if err := mkdirs(d.cluster0Data); err != nil {
+			return err
+		}
 	}
 	m, err := d.runMigration(s)
 	if err != nil {
@@ -63,6 +66,9 @@ func (d *demo) runMigration(s *stepRun) (*migration, error) {
 	if d.opts.twoStep {
 		return d.migrateInTwoSteps(s)
 	}
+	if d.opts.atReboot {
+		return d.migrateAtReboot(s)
+	}
 	return d.migrateCommand(s)
 }
 
@@ -74,8 +80,13 @@ func (d *demo) migrateCommand(s *stepRun) (*migration, error) {
 	args := []string{"migrate", "--to", d.ref(), "--state-dir", d.path("node0", "migrate-state"),
 		"--db", d.node0DB, "--data-dir", d.node0.dataDir, "--manifests-dir", d.node0.manifestsDir,
 		"--target-kubeconfig", d.kubeconfig, "-n", serviceNamespace,
-		"--target-db", d.cluster0DB, "--target-data-dir", d.path("cluster0", "data"),
 		"--service-url", serviceURL}
+	if d.cluster != nil {
+		// As on a real install: the restore Job, fitted to the operator.
+		args = append(args, "--agent-service-config", d.ascFile)
+	} else {
+		args = append(args, "--target-db", d.cluster0DB, "--target-data-dir", d.cluster0Data)
+	}
 	args = append(append(args, d.registryArgs()...), "-o", "json")
 	res, err := d.assisted(s, args...)
 	if err != nil {
@@ -86,6 +97,12 @@ func (d *demo) migrateCommand(s *stepRun) (*migration, error) {
 		return nil, fmt.Errorf("migrate -o json: %w", err)
 	}
 	m.Via = "kubectl assisted migrate"
+	if d.cluster != nil {
+		m.Via += " (restore Job on the node)"
+		if err := d.serveCluster0(s); err != nil {
+			return nil, err
+		}
+	}
 	// The key pair migrate made for this run is a secret the output must not show.
 	var key struct {
 		IdentityFile string `json:"identityFile"`
@@ -155,7 +172,7 @@ func (d *demo) migrateInTwoSteps(s *stepRun) (*migration, error) {
 	m.Steps = append(m.Steps, migrationStep{Name: "bundle create", DurationSeconds: lastCommand(s)})
 
 	restore := []string{"restore", d.refAt(created.Digest), "--identity", keyFile, "--signer", signerFile,
-		"--db", d.cluster0DB, "--data-dir", d.path("cluster0", "data"),
+		"--db", d.cluster0DB, "--data-dir", d.cluster0Data,
 		"-n", serviceNamespace, "--kubeconfig", d.kubeconfig, "--service-url", serviceURL}
 	restore = append(append(restore, d.registryArgs()...), "-o", "json")
 	res, err = d.assistedNote(s, "on cluster 0", restore...)
@@ -187,4 +204,23 @@ func (d *demo) migrateInTwoSteps(s *stepRun) (*migration, error) {
 // lastCommand is how long the step's last command took.
 func lastCommand(s *stepRun) float64 {
 	return s.result.Commands[len(s.result.Commands)-1].DurationSeconds
+}
+
+// serveCluster0 makes what the Job left readable from here, as the operator
+// will run it: its postgres container on the postgres PVC (the demo counts
+// the rows through it), and the node's volume behind the assisted-service
+// PVC.
+func (d *demo) serveCluster0(s *stepRun) error {
+	d.cluster0DB = d.cluster.ServeDatabase(d.r, serviceNamespace, operatorMajor, nil)
+	d.cluster0Data = d.cluster.BoundVolumeDir(d.r, serviceNamespace, "assisted-service")
+	u, err := url.Parse(d.cluster0DB)
+	if err != nil {
+		return err
+	}
+	pass, _ := u.User.Password()
+	d.secrets["cluster 0 database password"] = pass
+	u.User = url.User(u.User.Username())
+	s.say("cluster 0's database, served as the operator's postgres container serves it: %s (password from Secret postgres)", u)
+	s.say("cluster 0's file storage: %s (the node's volume of PVC %s/assisted-service)", d.cluster0Data, serviceNamespace)
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,14 @@ func (d *demo) writeReach(path string) error {
 		fmt.Fprintf(&b, "Databases (assisted-service's %q on two servers):\n  psql '%s'   # node 0\n", databaseName, d.node0DB)
 	}
 	if d.cluster0DB != "" {
-		fmt.Fprintf(&b, "  psql '%s'   # cluster 0\n", d.cluster0DB)
+		if u, err := url.Parse(d.cluster0DB); err == nil && d.cluster != nil {
+			// The Job's database: served by the operator's postgres container,
+			// with the postgres Secret's password.
+			u.User = url.User(u.User.Username())
+			fmt.Fprintf(&b, "  psql '%s'   # cluster 0 (password: kubectl -n %s get secret postgres -o jsonpath='{.data.db\\.password}' | base64 -d)\n", u, serviceNamespace)
+		} else {
+			fmt.Fprintf(&b, "  psql '%s'   # cluster 0\n", d.cluster0DB)
+		}
 	}
 	if d.registry != nil {
 		fmt.Fprintf(&b, "Registry %s:\n  kubectl assisted bundle inspect %s %s\n", d.registry.Host, d.ref(), shellQuote(d.registryArgs()))
@@ -36,7 +44,7 @@ func (d *demo) writeReach(path string) error {
 		fmt.Fprintf(&b, "Release mirror: http://%s (the day-2 release payload)\n", d.mirror.Host)
 	}
 	if d.node0.dataDir != "" {
-		fmt.Fprintf(&b, "Files:\n  node 0 file storage  %s\n  node 0 ABI manifests %s\n  cluster 0 storage    %s\n", d.node0.dataDir, d.node0.manifestsDir, d.path("cluster0", "data"))
+		fmt.Fprintf(&b, "Files:\n  node 0 file storage  %s\n  node 0 ABI manifests %s\n  cluster 0 storage    %s\n", d.node0.dataDir, d.node0.manifestsDir, d.cluster0Data)
 	}
 	if _, err := os.Stat(d.path("keys", "bundle.agekey")); err == nil {
 		fmt.Fprintf(&b, "  bundle identity      %s\n", d.path("keys", "bundle.agekey"))

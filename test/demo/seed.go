@@ -30,6 +30,11 @@ func (d *demo) seedNode0(s *stepRun) error {
 	n := &d.node0
 	n.dataDir = d.path("node0", "data")
 	n.manifestsDir = d.path("node0", "manifests")
+	if d.node0c != nil {
+		// Inside node 0's container: the service's /data and the manifests
+		// where the installer keeps them.
+		n.dataDir, n.manifestsDir = d.node0c.Path(harness.Node0DataDir), d.node0c.Path(harness.Node0ManifestsDir)
+	}
 	if err := mkdirs(n.dataDir, n.manifestsDir); err != nil {
 		return err
 	}

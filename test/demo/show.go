@@ -151,9 +151,12 @@ func (d *demo) countObjects() error {
 // compareRows counts every table on both sides; tables the bundle leaves out
 // by design (the release image cache) are shown as such.
 func (d *demo) compareRows(s *stepRun, in *inspection) error {
-	src, err := tableCounts(d.ctx, d.node0DB)
-	if err != nil {
-		return fmt.Errorf("count node 0 rows: %w", err)
+	src := d.node0Counts // node 0 has rebooted (-at-reboot): counted before
+	if src == nil {
+		var err error
+		if src, err = tableCounts(d.ctx, d.node0DB); err != nil {
+			return fmt.Errorf("count node 0 rows: %w", err)
+		}
 	}
 	dst, err := tableCounts(d.ctx, d.cluster0DB)
 	if err != nil {
@@ -216,7 +219,7 @@ func (d *demo) compareFiles(s *stepRun) error {
 	if err != nil {
 		return err
 	}
-	dstDir := d.path("cluster0", "data")
+	dstDir := d.cluster0Data
 	dst, err := countFiles(dstDir, nil)
 	if err != nil {
 		return err

@@ -126,7 +126,7 @@ func testHostileRegistry(t *testing.T, reg *harness.Registry) {
 	}
 	k := harness.SharedKube(t)
 
-	forged := forge()
+	forge()
 	refusedEverywhere(t, p, k, identity, regArgs, signCase{name: "forged with the public recipient, unsigned", ref: ref,
 		args: signerArgs(t), want: "not signed"})
 	refusedEverywhere(t, p, k, identity, regArgs, signCase{name: "forged, no --signer", ref: ref, want: "not signed"})
@@ -137,7 +137,7 @@ func testHostileRegistry(t *testing.T, reg *harness.Registry) {
 	refusedEverywhere(t, p, k, identity, regArgs, signCase{name: "signed by a key only inspect knows", ref: ref,
 		want: "no trusted signer given"})
 
-	forged = forge()
+	forged := forge()
 	pushManifest(t, reg, "sha256-"+strings.TrimPrefix(forged, "sha256:")+".sig", oldSig)
 	refusedEverywhere(t, p, k, identity, regArgs, signCase{name: "forged with node 0's signature re-tagged onto it", ref: ref,
 		args: signerArgs(t), want: "names another manifest"})

@@ -10,12 +10,10 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +27,7 @@ import (
 
 	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
 	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
+	"github.com/kubectl-assisted/kubectl-assisted/test/checks"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
 )
 
@@ -55,6 +54,13 @@ type migrateSites struct {
 }
 
 func newMigrateSites(t *testing.T) *migrateSites {
+	t.Helper()
+	return newMigrateSitesOn(t, harness.SharedKube(t), true)
+}
+
+// newMigrateSitesOn makes node 0 and cluster 0 with k as cluster 0's API;
+// direct: cluster 0 also has a database and a data dir node 0 reaches.
+func newMigrateSitesOn(t *testing.T, k *harness.Kube, direct bool) *migrateSites {
 	t.Helper()
 	s := &migrateSites{t: t, scenario: assisted.Scenarios()[0], serviceURL: "https://assisted-service-mce.apps.compact.example.com",
 		kubeadminPassword: "KubeadminPw-" + fmt.Sprint(time.Now().UnixNano())}
@@ -89,13 +95,15 @@ func newMigrateSites(t *testing.T) *migrateSites {
 	s.registry = harness.StartInProcessRegistry(t)
 
 	// Cluster 0: a private PostgreSQL server, kube-apiserver.
-	pg := harness.StartPostgres(t)
-	s.targetDB = pg.NewDatabase(t)
-	s.targetData = filepath.Join(t.TempDir(), "assisted-data")
-	if err := os.Mkdir(s.targetData, 0o755); err != nil {
-		t.Fatal(err)
+	if direct {
+		pg := harness.StartPostgres(t)
+		s.targetDB = pg.NewDatabase(t)
+		s.targetData = filepath.Join(t.TempDir(), "assisted-data")
+		if err := os.Mkdir(s.targetData, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	s.kube = harness.SharedKube(t)
+	s.kube = k
 	s.ns, s.crNS, s.ctrlNS = s.kube.Namespace(t), s.kube.Namespace(t), s.kube.Namespace(t)
 	s.kubeconfig = s.kube.KubeconfigFor(t, harness.AdminUser, s.ns)
 	seedController(t, s.kube, s.ctrlNS)
@@ -217,29 +225,9 @@ func tableDigests(t *testing.T, url string) map[string]string {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`)
+	out, err := checks.TableDigests(ctx, conn)
 	if err != nil {
 		t.Fatal(err)
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, tb := range tables {
-		drop := "ARRAY['kube_key_name','kube_key_namespace']"
-		if tb == "infra_envs" {
-			// name is the InfraEnv's; generated is reset on cluster 0 so its
-			// service builds ISO URLs on its own image service (checked in
-			// TestRestoreCLI_ExportedBundleIntoCluster0).
-			drop = "ARRAY['kube_key_name','kube_key_namespace','name','generated']"
-		}
-		var d string
-		q := fmt.Sprintf(`SELECT count(*)::text || ':' || coalesce(md5(string_agg(j, E'\n' ORDER BY j)), '') FROM (SELECT (to_jsonb(x) - %s)::text AS j FROM %s x) s`, drop, pgx.Identifier{tb}.Sanitize())
-		if err := conn.QueryRow(ctx, q).Scan(&d); err != nil {
-			t.Fatalf("%s: %v", tb, err)
-		}
-		out[tb] = d
 	}
 	return out
 }
@@ -247,30 +235,7 @@ func tableDigests(t *testing.T, url string) map[string]string {
 // treeOf describes a directory: path -> mode, size, content digest, origin xattr.
 func treeOf(t *testing.T, root string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if rel == "." {
-			return nil
-		}
-		desc := fmt.Sprintf("%v", fi.Mode())
-		if fi.Mode().IsRegular() {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			desc += fmt.Sprintf(" %d %x %d", fi.Size(), sha256Sum(data), fi.ModTime().Unix())
-			buf := make([]byte, 256)
-			if n, err := syscall.Getxattr(p, "user.assisted-installer-manifest-source", buf); err == nil {
-				desc += " xattr=" + string(buf[:n])
-			}
-		}
-		out[rel] = desc
-		return nil
-	})
+	out, err := checks.Tree(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,8 +245,30 @@ func treeOf(t *testing.T, root string) map[string]string {
 // checkMigrated asserts cluster 0's end state after a complete migration.
 func (s *migrateSites) checkMigrated(t *testing.T, digest string) {
 	t.Helper()
-	ctx := context.Background()
-	want, got := tableDigests(t, s.node0DB.URL), tableDigests(t, s.targetDB.URL)
+	s.checkRowsAndFiles(t, tableDigests(t, s.targetDB.URL), treeOf(t, s.targetData))
+	// No staging directory or half-written file is left beside the data dir.
+	if entries, err := os.ReadDir(filepath.Dir(s.targetData)); err != nil || len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("beside the data dir: %v (%v), want only %s", names, err, filepath.Base(s.targetData))
+	}
+	s.checkCluster0(t, digest, nil)
+}
+
+// checkRowsAndFiles compares what cluster 0 holds (got: table digests and
+// the data dir's tree) with node 0's.
+func (s *migrateSites) checkRowsAndFiles(t *testing.T, got, dst map[string]string) {
+	t.Helper()
+	compareMigrated(t, tableDigests(t, s.node0DB.URL), treeOf(t, s.dataDir), got, dst)
+}
+
+// compareMigrated compares cluster 0's table digests and file tree (got,
+// dst) with node 0's (want, src): every table but the release image cache,
+// every file but the installer cache, and no file node 0 never had.
+func compareMigrated(t *testing.T, want, src, got, dst map[string]string) {
+	t.Helper()
 	for tb, w := range want {
 		if tb == "release_images" {
 			continue // a cache: definition only, by default
@@ -290,7 +277,6 @@ func (s *migrateSites) checkMigrated(t *testing.T, digest string) {
 			t.Errorf("table %s differs on cluster 0: node 0 %s, cluster 0 %s", tb, w, got[tb])
 		}
 	}
-	src, dst := treeOf(t, s.dataDir), treeOf(t, s.targetData)
 	for p, w := range src {
 		if strings.HasPrefix(p, "installercache") {
 			if _, ok := dst[p]; ok {
@@ -307,15 +293,14 @@ func (s *migrateSites) checkMigrated(t *testing.T, digest string) {
 			t.Errorf("file %s on cluster 0 was never on node 0", p)
 		}
 	}
-	// No staging directory or half-written file is left beside the data dir.
-	if entries, err := os.ReadDir(filepath.Dir(s.targetData)); err != nil || len(entries) != 1 {
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		t.Errorf("beside the data dir: %v (%v), want only %s", names, err, filepath.Base(s.targetData))
-	}
+}
 
+// checkCluster0 checks cluster 0's API after a complete migration: the
+// objects, the kube keys of the cluster rows (keys, else read from the
+// target database), the receipt, the AgentServiceConfig, the controller.
+func (s *migrateSites) checkCluster0(t *testing.T, digest string, keys map[string]string) {
+	t.Helper()
+	ctx := context.Background()
 	dyn := s.kube.Dynamic(t)
 	cd, err := dyn.Resource(schema.GroupVersionResource{Group: "hive.openshift.io", Version: "v1", Resource: "clusterdeployments"}).
 		Namespace(s.crNS).Get(ctx, "compact", metav1.GetOptions{})
@@ -330,9 +315,15 @@ func (s *migrateSites) checkMigrated(t *testing.T, digest string) {
 	if err != nil || len(agents.Items) != len(s.scenario.Hosts) {
 		t.Fatalf("agents on cluster 0: %v, %d (want %d)", err, len(agents.Items), len(s.scenario.Hosts))
 	}
-	var keyName, keyNS string
-	if err := s.targetDB.Connect(t).QueryRow(ctx, `SELECT kube_key_name, kube_key_namespace FROM clusters WHERE id = $1`, s.clusterID).Scan(&keyName, &keyNS); err != nil || keyName != "compact" || keyNS != s.crNS {
-		t.Errorf("kube key of the cluster row: %q/%q (%v), want compact/%s", keyNS, keyName, err, s.crNS)
+	if keys == nil {
+		conn := s.targetDB.Connect(t)
+		var err error
+		if keys, err = checks.ClusterKeys(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := keys[s.clusterID], s.crNS+"/compact"; got != want {
+		t.Errorf("kube key of the cluster row: %q, want %s", got, want)
 	}
 
 	// The receipt names exactly the pushed digest.
@@ -563,135 +554,8 @@ func runUntil(t *testing.T, bin string, p *harness.Plugin, args []string, marker
 	return killed
 }
 
-func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }
-
 func toUnstructured(m map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: m}
-}
-
-// TestMigrate_JobMode restores through the restore Job: migrate applies it on
-// cluster 0 and waits; no kubelet runs here, so the test does the kubelet's
-// part: it runs the Job's restore container command line (built binary, same
-// args, the DB_* variables from the postgres Secret pointed at cluster 0's
-// PostgreSQL, the identity from the Secret) and reruns migrate, which finds
-// the receipt and finishes.
-func TestMigrate_JobMode(t *testing.T) {
-	s := newMigrateSites(t)
-	ctx := context.Background()
-	args := []string{"migrate", "--to", s.ref(), "--plain-http",
-		"--db", s.node0DB.URL, "--data-dir", s.dataDir, "--manifests-dir", s.manifests,
-		"--target-kubeconfig", s.kubeconfig, "-n", s.ns,
-		"--namespace-mapping", "cluster0=" + s.crNS,
-		"--restore-image", "registry.example.com/kubectl-assisted:test",
-		"--agent-service-config", s.asc,
-		"--service-url", s.serviceURL, "--controller-namespace", s.ctrlNS,
-		"--state-dir", s.stateDir, "--no-progress", "--timeout", "3s"}
-	r := s.plugin.Run(t, args...)
-	if r.ExitCode != 14 || !strings.Contains(r.Stderr, "logs job/") {
-		t.Fatalf("without a kubelet migrate must stop waiting (exit 14) and point at the Job:\n%s", r.Combined())
-	}
-	cs := s.kube.Clientset(t)
-	jobs, err := cs.BatchV1().Jobs(s.ns).List(ctx, metav1.ListOptions{})
-	if err != nil || len(jobs.Items) != 1 {
-		t.Fatalf("restore Jobs: %v %d", err, len(jobs.Items))
-	}
-	job := jobs.Items[0]
-	for name, want := range map[string]string{"postgres": "10Gi", "assisted-service": "100Gi"} {
-		pvc, err := cs.CoreV1().PersistentVolumeClaims(s.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("PVC %s: %v", name, err)
-		}
-		if q := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != want {
-			t.Errorf("PVC %s requests %s, want the AgentServiceConfig's %s", name, q.String(), want)
-		}
-	}
-	gvr := schema.GroupVersionResource{Group: "agent-install.openshift.io", Version: "v1beta1", Resource: "agentserviceconfigs"}
-	if _, err := s.kube.Dynamic(t).Resource(gvr).Get(ctx, "agent", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("the AgentServiceConfig must wait for the receipt: %v", err)
-	}
-	idSecret, err := cs.CoreV1().Secrets(s.ns).Get(ctx, "kubectl-assisted-restore-identity", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pgSecret, err := cs.CoreV1().Secrets(s.ns).Get(ctx, "postgres", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("the Job's postgres Secret: %v", err)
-	}
-
-	// The sidecar's part: a database and role from the Secret, on cluster 0's server.
-	user, pw, name := string(pgSecret.Data["db.user"]), string(pgSecret.Data["db.password"]), string(pgSecret.Data["db.name"])
-	admin := s.targetDB.Connect(t)
-	if _, err := admin.Exec(ctx, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, pgx.Identifier{user}.Sanitize(), strings.ReplaceAll(pw, "'", "''"))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s OWNER %s`, pgx.Identifier{name}.Sanitize(), pgx.Identifier{user}.Sanitize())); err != nil {
-		t.Fatal(err)
-	}
-	u, err := neturl.Parse(s.targetDB.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The restore container's part: its args, with the pod's paths mapped here.
-	c := job.Spec.Template.Spec.Containers[0]
-	idFile := filepath.Join(t.TempDir(), "identity.txt")
-	if err := os.WriteFile(idFile, idSecret.Data["identity.txt"], 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// The Job checks the signature with the public key migrate generated,
-	// carried by the identity Secret (and never the private key).
-	signerPub := filepath.Join(t.TempDir(), "signer.pub")
-	if err := os.WriteFile(signerPub, idSecret.Data["signer.pub"], 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(strings.Join(c.Args, " "), "--signer /var/run/kubectl-assisted/identity/signer.pub") || strings.Contains(strings.Join(c.Args, " "), "--allow-unsigned") {
-		t.Fatalf("the Job does not check the signature: %v", c.Args)
-	}
-	for k, v := range idSecret.Data {
-		if strings.Contains(string(v), "PRIVATE KEY") {
-			t.Fatalf("the identity Secret's %s holds a signing private key", k)
-		}
-	}
-	var podArgs []string
-	for _, a := range c.Args {
-		switch a {
-		case "/var/run/kubectl-assisted/identity/identity.txt":
-			a = idFile
-		case "/var/run/kubectl-assisted/identity/signer.pub":
-			a = signerPub
-		case "/data":
-			a = s.targetData
-		}
-		podArgs = append(podArgs, a)
-	}
-	podArgs = append(podArgs, "--kubeconfig", s.kubeconfig, "--no-progress")
-	cmd := exec.Command(filepath.Join(s.plugin.BinDir, "kubectl-assisted"), podArgs...)
-	cmd.Env = append(s.plugin.Command(ctx).Env, "DB_HOST="+u.Hostname(), "DB_PORT="+u.Port(), "DB_USER="+user, "DB_PASS="+pw, "DB_NAME="+name)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the Job's restore command %v: %v\n%s", c.Args, err, out)
-	}
-	if strings.Contains(string(out), pw) {
-		t.Errorf("the database password leaked into the restore's output")
-	}
-
-	r = s.plugin.Run(t, append(args[:len(args)-2], "--timeout", "1m", "-o", "json")...)
-	if r.ExitCode != 0 {
-		t.Fatalf("rerun after the Job completed exited %d:\n%s", r.ExitCode, r.Combined())
-	}
-	res := parseMigrate(t, r.Stdout)
-	if res.RestoreMode != "job" {
-		t.Errorf("restoreMode %q", res.RestoreMode)
-	}
-	// Compare against the database the Job restored.
-	q := u.Query()
-	u.User, u.Path = neturl.UserPassword(user, pw), "/"+name
-	u.RawQuery = q.Encode()
-	s.targetDB = &harness.Database{Name: name, URL: u.String()}
-	s.checkMigrated(t, res.Digest)
-	s.checkSigned(t, res)
-	if pem, err := os.ReadFile(res.SignerFile); err != nil || string(pem) != string(idSecret.Data["signer.pub"]) {
-		t.Errorf("the Job's signer.pub is not the run's public key %s (%v)", res.SignerFile, err)
-	}
 }
 
 // checkSigned: migrate signed the bundle with the key pair it generated in

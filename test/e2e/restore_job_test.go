@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,21 +21,27 @@ import (
 )
 
 // The in-cluster restore objects must be accepted by a real API server (server-side
-// apply, dry run: no kubelet runs here, so nothing would execute anyway).
+// apply, dry run). The Job runs for real on the test cluster's kubelet in
+// jobmode_test.go.
 func TestRestoreJob_AcceptedByServerSideApplyDryRun(t *testing.T) {
 	k := harness.SharedKube(t)
 	ns := k.Namespace(t)
 	digest := "sha256:" + strings.Repeat("0f", 32)
+	storage := corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}}
 	objs, err := job.Objects(job.Options{
-		Namespace:      ns,
-		Ref:            "registry.example.com/assisted/bundle@" + digest,
-		Digest:         digest,
-		RestoreImage:   "quay.io/example/kubectl-assisted:v1",
-		DatabaseSize:   resource.MustParse("10Gi"),
-		FilesystemSize: resource.MustParse("10Gi"),
-		Identity:       "AGE-SECRET-KEY-1EXAMPLE",
-		Signer:         "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n",
-		RegistryAuth:   []byte(`{"auths":{"registry.example.com":{"auth":"dTpw"}}}`),
+		Namespace:         ns,
+		Ref:               "registry.example.com/assisted/bundle@" + digest,
+		Digest:            digest,
+		RestoreImage:      "registry.example.com/assisted/bundle@sha256:" + strings.Repeat("1e", 32),
+		Operator:          job.Operator{DatabaseImage: "quay.io/sclorg/postgresql-12-c8s:latest"},
+		DatabaseMajor:     12,
+		DatabaseStorage:   storage,
+		FilesystemStorage: storage,
+		RegistryCA:        []byte("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"),
+		Identity:          "AGE-SECRET-KEY-1EXAMPLE",
+		Signer:            "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n",
+		RegistryAuth:      []byte(`{"auths":{"registry.example.com":{"auth":"dTpw"}}}`),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +79,7 @@ func TestRestoreJob_AcceptedByServerSideApplyDryRun(t *testing.T) {
 		}
 		kinds[res.GetKind()] = true
 	}
-	for _, want := range []string{"Job", "PersistentVolumeClaim", "Secret", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"} {
+	for _, want := range []string{"Job", "PersistentVolumeClaim", "Secret", "ConfigMap", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"} {
 		if !kinds[want] {
 			t.Errorf("no %s among the applied objects", want)
 		}

@@ -84,13 +84,6 @@ func signerArgs(t testing.TB) []string {
 	return []string{"--signer", pub}
 }
 
-// signingArgs are the flags that make bundle create sign with node0Signer.
-func signingArgs(t testing.TB) []string {
-	t.Helper()
-	key, _, _ := node0Signer(t)
-	return []string{"--signing-key", key}
-}
-
 // signerFile is node0Signer's public key file (--signer).
 func signerFile(t testing.TB) string {
 	t.Helper()

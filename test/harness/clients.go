@@ -24,11 +24,21 @@ func NewDynamicFor(t testing.TB, k *Kube, user string) dynamic.Interface {
 // HTTPSClient trusts exactly the CA in caFile.
 func HTTPSClient(t testing.TB, caFile string) *http.Client {
 	t.Helper()
-	pem, err := os.ReadFile(caFile)
+	c, err := httpsClientFor(caFile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.Timeout = 10 * time.Second
+	return c
+}
+
+// httpsClientFor is an HTTP client trusting exactly the CA in caFile.
+func httpsClientFor(caFile string) (*http.Client, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
-	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}, nil
 }

@@ -106,7 +106,21 @@ func defaultUsers() []TokenUser {
 
 // startKube starts etcd and kube-apiserver and installs the CRDs. An error names
 // the component that failed and why; whatever did start is stopped again.
-func startKube() (*Kube, error) {
+func startKube() (*Kube, error) { return startKubeWith(kubeOptions{}) }
+
+// kubeOptions change where and how kube-apiserver serves.
+type kubeOptions struct {
+	// BindAddress is the address it listens on and advertises (127.0.0.1).
+	BindAddress string
+	// ServiceRange is the Service cluster IP range (10.0.0.0/24).
+	ServiceRange string
+	// ExtraArgs are appended to its command line.
+	ExtraArgs []string
+	// Users are extra token users.
+	Users []TokenUser
+}
+
+func startKubeWith(opts kubeOptions) (*Kube, error) {
 	apiBin, err := Tool("kube-apiserver")
 	if err != nil {
 		return nil, fmt.Errorf("kube-apiserver binary: %w", err)
@@ -120,14 +134,20 @@ func startKube() (*Kube, error) {
 		return nil, fmt.Errorf("kube-apiserver data directory: %w", err)
 	}
 	k := &Kube{Dir: dir, Users: map[string]TokenUser{}}
-	if err := k.start(apiBin, etcdBin); err != nil {
+	if opts.BindAddress == "" {
+		opts.BindAddress = "127.0.0.1"
+	}
+	if opts.ServiceRange == "" {
+		opts.ServiceRange = "10.0.0.0/24"
+	}
+	if err := k.start(apiBin, etcdBin, opts); err != nil {
 		k.Stop()
 		return nil, err
 	}
 	return k, nil
 }
 
-func (k *Kube) start(apiBin, etcdBin string) error {
+func (k *Kube) start(apiBin, etcdBin string, opts kubeOptions) error {
 	dir := k.Dir
 	var ports [3]int
 	for i := range ports {
@@ -160,7 +180,10 @@ func (k *Kube) start(apiBin, etcdBin string) error {
 		return fmt.Errorf("kube-apiserver service-account key: %w", err)
 	}
 	var tokens bytes.Buffer
-	for _, u := range defaultUsers() {
+	for _, u := range append(defaultUsers(), opts.Users...) {
+		if u.Token == "" {
+			u.Token = "tok-" + randHex(16)
+		}
 		k.Users[u.Name] = u
 		fmt.Fprintf(&tokens, "%s,%s,%s,\"%s\"\n", u.Token, u.Name, u.Name, strings.Join(u.Groups, ","))
 	}
@@ -169,11 +192,11 @@ func (k *Kube) start(apiBin, etcdBin string) error {
 		return fmt.Errorf("kube-apiserver token file: %w", err)
 	}
 	certDir := filepath.Join(dir, "certs")
-	k.api, err = StartProcess("kube-apiserver", exec.Command(apiBin,
+	args := []string{
 		"--etcd-servers", etcdURL,
-		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+		"--bind-address", opts.BindAddress, "--advertise-address", opts.BindAddress,
 		"--secure-port", fmt.Sprint(apiPort), "--cert-dir", certDir,
-		"--service-cluster-ip-range", "10.0.0.0/24",
+		"--service-cluster-ip-range", opts.ServiceRange,
 		"--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", saKeyFile,
 		"--service-account-signing-key-file", saKeyFile,
@@ -182,11 +205,12 @@ func (k *Kube) start(apiBin, etcdBin string) error {
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
-		"--v=0"))
+		"--v=0"}
+	k.api, err = StartProcess("kube-apiserver", exec.Command(apiBin, append(args, opts.ExtraArgs...)...))
 	if err != nil {
 		return fmt.Errorf("kube-apiserver (%s): %w", apiBin, err)
 	}
-	k.Server = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	k.Server = fmt.Sprintf("https://%s:%d", opts.BindAddress, apiPort)
 	// The serving certificate is self-signed into cert-dir; trust exactly it.
 	caFile := filepath.Join(certDir, "apiserver.crt")
 	// kube-apiserver waits for etcd; an etcd that died is the real cause.

@@ -13,10 +13,10 @@ import (
 	"time"
 )
 
-// NMRootVersion names the Debian root that test/tools/install.sh builds for
-// NMHost (its NM_ROOT_VERSION): bookworm with systemd, D-Bus and Debian's
+// NMRootName is the cached root (test/tools/install.sh systemd, NSPAWN_ROOTS)
+// that NMHost boots: Debian bookworm with systemd, D-Bus and Debian's
 // network-manager 1.42.
-const NMRootVersion = "bookworm-nm-1"
+const NMRootName = "nm"
 
 // NMHost is NetworkManager as a host runs it: Debian's network-manager under
 // systemd 252 as PID 1, in a systemd-nspawn container whose network namespace
@@ -48,14 +48,14 @@ type NIC struct{ Name, MAC string }
 // make tools has not built it or this process cannot run containers.
 func NMRoot(t testing.TB) string {
 	t.Helper()
-	root := filepath.Join(CacheDir(), "roots", NMRootVersion)
-	if _, err := os.Stat(filepath.Join(root, ".done")); err != nil {
-		Unavailable(t, "NetworkManager root "+NMRootVersion, err)
+	root := SystemdRootDir(NMRootName)
+	if err := systemdUsable(root); err != nil {
+		Unavailable(t, "systemd-nspawn with the NetworkManager root", err)
 	}
-	if !isRoot() {
-		Unavailable(t, "systemd-nspawn", errors.New("containers need root"))
+	if _, err := os.Stat(filepath.Join(root, "usr", "sbin", "NetworkManager")); err != nil {
+		Unavailable(t, "NetworkManager root "+root, err)
 	}
-	for _, tool := range []string{"systemd-nspawn", "nsenter", "unshare", "ip"} {
+	for _, tool := range []string{"unshare", "ip"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			Unavailable(t, tool, err)
 		}
@@ -63,21 +63,36 @@ func NMRoot(t testing.TB) string {
 	return root
 }
 
-// NMVersion is the network-manager package version in the cached root.
+// NMVersion is the version of the network-manager package in the cached
+// root, as its dpkg database records it.
 func NMVersion(t testing.TB) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(NMRoot(t), ".nm-version"))
+	b, err := os.ReadFile(filepath.Join(NMRoot(t), "var", "lib", "dpkg", "status"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(b))
+	for _, stanza := range strings.Split(string(b), "\n\n") {
+		if !strings.Contains(stanza, "Package: network-manager\n") {
+			continue
+		}
+		for _, l := range strings.Split(stanza, "\n") {
+			if v, ok := strings.CutPrefix(l, "Version: "); ok {
+				return v
+			}
+		}
+	}
+	t.Fatal("no network-manager in the root's dpkg database")
+	return ""
 }
 
 // StartNMHost copies the cached root, lets prepare lay files into the copy,
 // boots it and plugs in the NICs (names of at most 15 characters).
 func StartNMHost(t testing.TB, nics []NIC, prepare func(root string)) *NMHost {
 	t.Helper()
-	cached := NMRoot(t)
+	cached, err := filepath.EvalSymlinks(NMRoot(t)) // install.sh links the root's versioned directory
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := &NMHost{Root: filepath.Join(t.TempDir(), "root"), peers: map[string]string{}}
 	if out, err := exec.Command("cp", "-a", cached, h.Root).CombinedOutput(); err != nil {
 		t.Fatalf("copy %s: %v\n%s", cached, err, out)
@@ -117,13 +132,17 @@ func StartNMHost(t testing.TB, nics []NIC, prepare func(root string)) *NMHost {
 	return h
 }
 
-// configure makes the copy boot the way the test needs: NetworkManager not
-// started at boot (StartNetworkManager starts it once the NICs exist),
+// configure makes the copy boot the way the test needs: no getty on the
+// console, NetworkManager not started at boot (StartNetworkManager starts it once the NICs exist),
 // profiles read from keyfiles only, no automatic DHCP profile on NICs
 // without one (so what is active is what the keyfiles say), no dispatcher
 // script of ifupdown, and /etc/resolv.conf left to NetworkManager.
 func (h *NMHost) configure(t testing.TB) {
 	t.Helper()
+	gettys, _ := filepath.Glob(filepath.Join(h.Root, "etc/systemd/system/getty.target.wants/*"))
+	for _, p := range gettys {
+		_ = os.Remove(p)
+	}
 	for _, p := range []string{"etc/systemd/system/multi-user.target.wants/NetworkManager.service",
 		"etc/NetworkManager/dispatcher.d/01-ifupdown", "etc/resolv.conf"} {
 		if err := os.Remove(filepath.Join(h.Root, p)); err != nil && !os.IsNotExist(err) {

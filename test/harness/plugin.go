@@ -55,6 +55,9 @@ func PluginBinary(t testing.TB) string {
 			"-ldflags", "-X github.com/kubectl-assisted/kubectl-assisted/plugin.version="+TestVersion,
 			"./cmd/kubectl-assisted")
 		cmd.Dir = RepoRoot()
+		// Static, as make build and the releases build it: the restore Job
+		// runs this binary in an image without a C library.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

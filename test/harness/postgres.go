@@ -73,11 +73,18 @@ func (d *Database) Connect(t testing.TB) *pgx.Conn {
 	return c
 }
 
-// Exec runs SQL (several statements are fine) against the database.
+// Exec runs SQL (several statements are fine) against the database, on a
+// connection of its own that it closes (a session left open would look like
+// a service still writing to node 0's database).
 func (d *Database) Exec(t testing.TB, sql string, args ...any) {
 	t.Helper()
-	c := d.Connect(t)
-	if _, err := c.Exec(context.Background(), sql, args...); err != nil {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, d.URL)
+	if err != nil {
+		t.Fatalf("connect %s: %v", d.Name, err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, sql, args...); err != nil {
 		t.Fatalf("exec on %s: %v\n%s", d.Name, err, sql)
 	}
 }

@@ -34,6 +34,7 @@ type Registry struct {
 	// Dir is where the registry stores blobs (docker-registry only).
 	Dir  string
 	proc *Process
+	stop func()
 }
 
 // Ref returns HOST:PORT/repo:tag.
@@ -44,25 +45,40 @@ func (r *Registry) Stop() {
 	if r.proc != nil {
 		r.proc.Stop(10 * time.Second)
 	}
+	if r.stop != nil {
+		r.stop()
+	}
 }
 
 // StartInProcessRegistry serves olareg (in memory, OCI 1.1 with referrers) over
 // plain HTTP on loopback; stopped when t ends.
 func StartInProcessRegistry(t testing.TB) *Registry {
 	t.Helper()
+	r, err := startOlareg()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// startOlareg serves olareg in memory over plain HTTP on loopback until Stop.
+func startOlareg() (*Registry, error) {
 	reg := olareg.New(config.Config{Storage: config.ConfigStorage{StoreType: config.StoreMem}})
 	srv := httptest.NewServer(reg)
-	t.Cleanup(func() {
+	return &Registry{Host: srv.Listener.Addr().String(), PlainHTTP: true, stop: func() {
 		srv.Close()
 		_ = reg.Close()
-	})
-	return &Registry{Host: srv.Listener.Addr().String(), PlainHTTP: true}
+	}}, nil
 }
 
 // DockerRegistryOptions selects TLS and basic auth for Debian's docker-registry.
 type DockerRegistryOptions struct {
 	TLS  bool
 	Auth bool
+	// IP is the address to listen on (127.0.0.1); NodeIP makes it
+	// reachable from the test cluster's pods too.
+	IP string
 }
 
 // StartDockerRegistry runs Debian's docker-registry (distribution 2.8) on a free
@@ -75,7 +91,11 @@ func StartDockerRegistry(t testing.TB, opts DockerRegistryOptions) *Registry {
 		Unavailable(t, "docker-registry (Debian package docker-registry)", err)
 	}
 	dir := t.TempDir()
-	r := &Registry{Host: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), PlainHTTP: !opts.TLS, Dir: filepath.Join(dir, "storage")}
+	ip := opts.IP
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
+	r := &Registry{Host: fmt.Sprintf("%s:%d", ip, FreePort(t)), PlainHTTP: !opts.TLS, Dir: filepath.Join(dir, "storage")}
 	cfg := fmt.Sprintf("version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n", r.Dir, r.Host)
 	var certs *CertPair
 	if opts.TLS {

@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// CertPair is a CA and a server certificate it signed for 127.0.0.1 and
-// localhost, written as PEM files.
+// CertPair is a CA and a server certificate it signed for 127.0.0.1,
+// localhost and the test cluster's node address, written as PEM files.
 type CertPair struct {
 	CAFile   string
 	CertFile string
@@ -50,8 +50,10 @@ func NewCertPair(t testing.TB, dir string) *CertPair {
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		DNSNames:     []string{"localhost"},
+		// The test cluster's node address too: its pods and containerd
+		// reach registries there.
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP(NodeIP)},
+		DNSNames:    []string{"localhost"},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
 )
@@ -148,13 +149,22 @@ func SeedCluster(t testing.TB, k *harness.Kube, o ClusterOptions) {
 		u := obj(it.o)
 		name := u.GetName()
 		_ = ri.Delete(ctx, name, metav1.DeleteOptions{})
-		created, err := ri.Create(ctx, u, metav1.CreateOptions{})
-		if err != nil {
+		if _, err := ri.Create(ctx, u, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create %s %s: %v", it.gvr.Resource, name, err)
 		}
 		if it.status != nil {
-			created.Object["status"] = it.status
-			if _, err := ri.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			// On a cluster with a controller-manager, its node controller
+			// writes a new Node too: retry on the latest version.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				cur, err := ri.Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				cur.Object["status"] = it.status
+				_, err = ri.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+				return err
+			})
+			if err != nil {
 				t.Fatalf("status of %s %s: %v", it.gvr.Resource, name, err)
 			}
 		}

@@ -6,6 +6,7 @@
 #   test/tools/install.sh apt        # only Debian packages
 #   test/tools/install.sh go         # only Go-built tools and generated CRDs
 #   test/tools/install.sh postgres   # only the PostgreSQL majors from npm
+#   test/tools/install.sh systemd    # only the Debian roots systemd-nspawn boots (as root)
 #
 # Each step says what it does on stderr; a build's own output goes to
 # $CACHE/logs/<tool>.log and, when the step fails, its last lines are printed
@@ -60,9 +61,13 @@ run() {
 # install_apt installs the Debian packages the targets run: PostgreSQL (initdb,
 # postgres, psql, pg_dump, pg_restore: tests, demo, bench), docker-registry
 # (tests, demo, bench), xorriso/cpio/xz (ISO fixtures, day-2 tests, bench), zstd
-# and tar (bench reference pipeline), htpasswd, getfattr, openssl, git (dist),
-# debootstrap and systemd-nspawn (the NetworkManager root and its container),
-# dnsmasq (DHCP and router advertisements on its private network)
+# and tar (bench reference pipeline), htpasswd, getfattr, openssl, git (dist);
+# containerd, runc and the CNI plugins for the test node's kubelet
+# (test/harness/cluster.go), nss_wrapper for the PostgreSQL images it runs (any
+# UID, as sclorg's images do it), iproute2 and iptables for the pod network;
+# debootstrap, systemd-nspawn, nsenter and journalctl (systemd as PID 1 in a
+# container: test/harness/systemd.go, networkmanager.go); dnsmasq (DHCP and
+# router advertisements on the NetworkManager container's private network);
 # and the linter of make lint, shellcheck.
 install_apt() {
   local missing=() want
@@ -70,8 +75,14 @@ install_apt() {
   for want in /usr/lib/postgresql/15/bin/initdb:postgresql psql:postgresql-client pg_dump:postgresql-client \
       docker-registry:docker-registry skopeo:skopeo xorriso:xorriso cpio:cpio xz:xz-utils zstd:zstd tar:tar \
       htpasswd:apache2-utils getfattr:attr openssl:openssl git:git flock:util-linux \
-      debootstrap:debootstrap systemd-nspawn:systemd-container dnsmasq:dnsmasq-base shellcheck:shellcheck; do
-    command -v "${want%%:*}" >/dev/null 2>&1 || missing+=("${want#*:}")
+      containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins \
+      /usr/lib/x86_64-linux-gnu/libnss_wrapper.so:libnss-wrapper ip:iproute2 iptables:iptables \
+      debootstrap:debootstrap systemd-nspawn:systemd-container nsenter:util-linux journalctl:systemd \
+      dnsmasq:dnsmasq-base shellcheck:shellcheck; do
+    case ${want%%:*} in
+      /*) [ -e "${want%%:*}" ] || missing+=("${want#*:}") ;;
+      *) command -v "${want%%:*}" >/dev/null 2>&1 || missing+=("${want#*:}") ;;
+    esac
   done
   if [ ${#missing[@]} -eq 0 ]; then
     log "Debian packages: all present"
@@ -103,7 +114,10 @@ go_install() {
 # KUBE_VERSION (its staging modules replaced by their published versions).
 kube_module() {
   local mod=$CACHE/build/kube-$KUBE_VERSION
-  if [ "$(cat "$mod/.done" 2>/dev/null)" = "$KUBE_VERSION" ]; then
+  # The stamp names the commands tools.go imports: a module made for fewer
+  # of them lacks go.sum lines for the others.
+  local stamp="$KUBE_VERSION apiserver kubectl kubelet controller-manager scheduler proxy"
+  if [ "$(cat "$mod/.done" 2>/dev/null)" = "$stamp" ]; then
     echo "$mod"
     return
   fi
@@ -122,13 +136,14 @@ kube_module() {
       while read -r m; do echo "  $m => $m v0.$minor"; done
     echo ")"
   } >"$mod/go.mod"
-  printf 'package tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' >"$mod/tools.go"
+  printf 'package tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n\t_ "k8s.io/kubernetes/cmd/kubelet"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n\t_ "k8s.io/kubernetes/cmd/kube-scheduler"\n\t_ "k8s.io/kubernetes/cmd/kube-proxy"\n)\n' >"$mod/tools.go"
   (cd "$mod" && run kube-apiserver go mod tidy)
-  echo "$KUBE_VERSION" >"$mod/.done"
+  echo "$stamp" >"$mod/.done"
   echo "$mod"
 }
 
-# build_kube NAME: kube-apiserver or kubectl at KUBE_VERSION.
+# build_kube NAME: a command of k8s.io/kubernetes (kube-apiserver, kubectl,
+# kubelet, ...) at KUBE_VERSION.
 build_kube() {
   local name=$1
   local dest=$CACHE/versions/$name-$KUBE_VERSION
@@ -220,6 +235,12 @@ install_go() {
     build_etcd
     build_kube kube-apiserver
     build_kube kubectl
+    # The test cluster with a node (test/harness/node.go): where the restore
+    # Job and the operator's pods really run.
+    build_kube kubelet
+    build_kube kube-controller-manager
+    build_kube kube-scheduler
+    build_kube kube-proxy
     go_install oras "$ORAS_VERSION" "oras.land/oras/cmd/oras@$ORAS_VERSION"
     go_install krew "$KREW_VERSION" "sigs.k8s.io/krew/cmd/krew@$KREW_VERSION"
     go_install validate-krew-manifest "$KREW_VERSION" "sigs.k8s.io/krew/cmd/validate-krew-manifest@$KREW_VERSION"
@@ -279,49 +300,82 @@ install_postgres_majors() {
   done
 }
 
-# NetworkManager root: a Debian bookworm root (debootstrap minbase) with
-# systemd, D-Bus and Debian's network-manager (1.42), booted by
-# systemd-nspawn with a private network in the day-2 static-network test
-# (test/harness/networkmanager.go), where NetworkManager loads the ISO's
-# keyfiles. Keyed by NM_ROOT_VERSION (bump it when the package list changes);
-# about a minute and 270 MB cold.
-NM_ROOT_VERSION=${NM_ROOT_VERSION:-bookworm-nm-1}
-NM_ROOT_PACKAGES=systemd,systemd-sysv,dbus,libpam-systemd,network-manager,iproute2,procps
-install_nm_root() {
-  local sudo=""
-  [ "$(id -u)" = 0 ] || sudo=sudo
-  command -v debootstrap >/dev/null 2>&1 && command -v systemd-nspawn >/dev/null 2>&1 || install_apt
-  local dest=$CACHE/roots/$NM_ROOT_VERSION
-  if [ -f "$dest/.done" ]; then
-    log "NetworkManager root $NM_ROOT_VERSION: cached ($(cat "$dest/.done"))"
-    return
+# Debian roots that systemd-nspawn boots with systemd as PID 1 (test/harness
+# StartSystemd): NAME:PACKAGES pairs, each made once by debootstrap (minbase)
+# from the machine's Debian mirror and kept in $CACHE/versions/nspawn-NAME-KEY,
+# KEY a hash of the suite, the packages and NSPAWN_REVISION; linked as
+# $CACHE/nspawn/NAME. Cold: about 2 minutes and 430 MB a root. node0 is node 0
+# of an agent-based install: systemd, D-Bus (logind, for `shutdown -r +1`) and
+# Debian's PostgreSQL 15 for the stand-in of assisted-service-db.service. nm
+# is the host a day-2 ISO boots, for its static network: systemd, D-Bus and
+# Debian's network-manager 1.42 (test/harness/networkmanager.go boots it with
+# a private network; about a minute and 270 MB cold).
+NSPAWN_SUITE=${NSPAWN_SUITE:-bookworm}
+NSPAWN_ROOTS=${NSPAWN_ROOTS:-node0:systemd,systemd-sysv,dbus,postgresql-15,postgresql-client-15 nm:systemd,systemd-sysv,dbus,libpam-systemd,network-manager,iproute2,procps}
+NSPAWN_REVISION=${NSPAWN_REVISION:-1}
+
+# debian_mirror is the mirror apt uses here (NSPAWN_MIRROR overrides it).
+debian_mirror() {
+  if [ -n "${NSPAWN_MIRROR:-}" ]; then echo "$NSPAWN_MIRROR"; return; fi
+  local m=""
+  if [ -d /etc/apt/sources.list.d ]; then
+    m=$(awk '/^URIs:/ {u=$2} /^Suites:/ && u != "" && $0 !~ /security/ {print u; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
   fi
-  # The Debian mirror this machine's apt uses (deb822 or one-line sources).
-  local mirror
-  mirror=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\/debian\)[[:space:]]*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
-  [ -n "$mirror" ] || mirror=$(sed -n 's/^deb[[:space:]]\+\(http[^[:space:]]*\/debian\)[[:space:]]\+bookworm[[:space:]].*/\1/p' /etc/apt/sources.list 2>/dev/null | head -n 1)
-  [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
-  log "building the NetworkManager root $NM_ROOT_VERSION (debootstrap bookworm from $mirror; cold: about a minute)"
-  local tmp=$CACHE/build/$NM_ROOT_VERSION
-  $sudo rm -rf "$tmp" && mkdir -p "$CACHE/roots"
-  run nm-root $sudo debootstrap --variant=minbase --include="$NM_ROOT_PACKAGES" bookworm "$tmp" "$mirror"
-  # What the test needs in every copy: no getty on the console, no
-  # interference from other network managers.
-  $sudo rm -f "$tmp/etc/systemd/system/getty.target.wants/"* "$tmp/var/cache/apt/archives/"*.deb
-  # shellcheck disable=SC2016 # dpkg-query's format, not a shell expansion
-  chroot "$tmp" dpkg-query -W -f='${Version}' network-manager >"$tmp/.nm-version"
-  $sudo rm -rf "$dest" && $sudo mv "$tmp" "$dest"
-  echo "network-manager $(cat "$dest/.nm-version")" >"$dest/.done"
-  log "NetworkManager root: $(cat "$dest/.done")"
+  if [ -z "$m" ] && [ -f /etc/apt/sources.list ]; then
+    m=$(awk '$1 == "deb" && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list)
+  fi
+  echo "${m:-http://deb.debian.org/debian}"
+}
+
+install_systemd_roots() {
+  if [ "$(uname -s)" != Linux ]; then
+    log "systemd roots: Linux only; skipped"
+    return 0
+  fi
+  if [ "$(id -u)" != 0 ]; then
+    log "systemd roots: debootstrap and systemd-nspawn need root; skipped (tests that boot systemd are skipped, or fail with CI=true)"
+    return 0
+  fi
+  local mirror spec
+  mirror=$(debian_mirror)
+  mkdir -p "$CACHE/nspawn" "$CACHE/versions"
+  for spec in $NSPAWN_ROOTS; do
+    local name=${spec%%:*} pkgs=${spec#*:}
+    local stamp="$NSPAWN_SUITE minbase $pkgs r$NSPAWN_REVISION"
+    local key
+    key=$(printf '%s' "$stamp" | sha256sum | cut -c1-12)
+    local dest=$CACHE/versions/nspawn-$name-$key
+    if [ "$(cat "$dest/.done" 2>/dev/null)" = "$stamp" ]; then
+      log "systemd root $name: cached"
+    else
+      log "building systemd root $name: debootstrap $NSPAWN_SUITE with $pkgs from $mirror (cold: about 2 minutes)"
+      rm -rf "$dest" "$dest.tmp" && mkdir -p "$dest.tmp"
+      run "nspawn-$name" debootstrap --variant=minbase --include="$pkgs" "$NSPAWN_SUITE" "$dest.tmp/root" "$mirror"
+      local r=$dest.tmp/root
+      # What a container never uses: downloaded packages, package lists,
+      # documentation.
+      rm -rf "$r"/var/cache/apt/archives/*.deb "$r"/var/lib/apt/lists/* "$r"/usr/share/doc "$r"/usr/share/man "$r"/usr/share/info "$r"/usr/share/locale
+      # The container shares the host's network: no service of the root may
+      # take a host port by itself (Debian's PostgreSQL cluster 15/main on
+      # 5432); tests start what they need.
+      for u in postgresql.service postgresql@.service; do ln -sfn /dev/null "$r/etc/systemd/system/$u"; done
+      rm -rf "$r/var/lib/postgresql/15/main" "$r/etc/postgresql/15/main"
+      # A persistent journal: tests read it after the container has stopped.
+      mkdir -p "$r/var/log/journal"
+      echo "$stamp" >"$dest.tmp/.done"
+      mv "$dest.tmp" "$dest"
+    fi
+    ln -sfn "$dest/root" "$CACHE/nspawn/$name"
+  done
 }
 
 case $what in
   apt) install_apt ;;
   go) install_go ;;
   postgres) install_postgres_majors ;;
-  nmroot) install_nm_root ;;
-  all) install_apt; install_go; install_postgres_majors; install_nm_root ;;
-  *) echo "usage: $0 [all|apt|go|postgres|nmroot]" >&2; exit 2 ;;
+  systemd) install_systemd_roots ;;
+  all) install_apt; install_go; install_postgres_majors; install_systemd_roots ;;
+  *) echo "usage: $0 [all|apt|go|postgres|systemd]" >&2; exit 2 ;;
 esac
 log "done: tools in $BIN, generated CRDs in $CACHE/crds"
 echo "$BIN"

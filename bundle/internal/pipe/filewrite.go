@@ -8,12 +8,10 @@ import "os"
 // page allocator's high-order free blocks. On a virtual machine whose host
 // takes back free guest memory (free page reporting: Firecracker and other
 // balloon setups) those are the blocks the host took, and each of their
-// pages faults on the host at its first touch. Writing 1 GiB with dd from an
-// idle start on this project's CI machine cost 0.25-0.34 s of system time in
-// 64 KiB writes, 0.25-0.64 s in 128 KiB ones, 0.30-1.45 s in 256 KiB ones
-// and 1.4-2.9 s in 1 MiB ones; 16 and 32 KiB writes cost 0.30-0.37 s (more
-// system calls). 64 KiB stays small on such a machine and costs nothing
-// elsewhere.
+// pages faults on the host at its first touch: the system time of a large
+// write grows with the write size from 128 KiB on, and smaller writes pay
+// in system calls (docs/architecture.md, "Measured choices"). 64 KiB stays
+// small on such a machine and costs nothing elsewhere.
 const FileWriteSize = 64 << 10
 
 // WriteAt writes b at off in writes of at most FileWriteSize bytes.

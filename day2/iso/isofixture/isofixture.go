@@ -26,11 +26,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -190,7 +191,7 @@ func Build(dir string, l Layout) (*Fixture, error) {
 			Files   []loc  `json:"files"`
 			Size    int    `json:"size"`
 		}{Default: DefaultKargs, Size: KargsAreaSize}
-		for _, p := range sortedKeys(kargsFiles) {
+		for _, p := range slices.Sorted(maps.Keys(kargsFiles)) {
 			x := loc{Path: p, Offset: kargsFiles[p]}
 			if withPadEnd {
 				pad, end := "#", "\n"
@@ -256,7 +257,7 @@ func Build(dir string, l Layout) (*Fixture, error) {
 			f.IgnitionOffset += cdbootIgnitionOffset
 		}
 	}
-	for _, p := range sortedKeys(kargsFiles) {
+	for _, p := range slices.Sorted(maps.Keys(kargsFiles)) {
 		start, ok := lbas["/"+p]
 		if !ok {
 			return nil, fmt.Errorf("xorriso reports no %s in the %s fixture", p, l)
@@ -363,13 +364,4 @@ func pattern(seed string, n int) []byte {
 		b[i] = byte(x)
 	}
 	return b
-}
-
-func sortedKeys(m map[string]int64) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
