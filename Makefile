@@ -137,10 +137,13 @@ bench: tools build ## Benchmarks: ratios against pg_dump/pg_restore, oras and cp
 	cd test && KUBECTL_ASSISTED_BIN=$(BIN) go run ./bench $(BENCH_ARGS)
 
 .PHONY: lint
-lint: ## gofmt, go vet (both modules), staticcheck when installed
+lint: ## gofmt, go vet (both modules), shellcheck (the ISO's scripts, every level; the repo's other scripts, warnings), staticcheck when installed
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	cd test && go vet ./...
+	@command -v shellcheck >/dev/null || { echo "shellcheck is required (Debian package shellcheck; make tools installs it)"; exit 1; }
+	shellcheck day2/ignition/scripts/*.sh
+	shellcheck -S warning $$(git ls-files '*.sh' | grep -v '^day2/ignition/scripts/')
 	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed; skipped"; fi
 
 .PHONY: demo

@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -171,7 +172,7 @@ func (b *builder) system(in Input) {
 	if p := c.Proxy; p != nil {
 		var s strings.Builder
 		s.WriteString("[Manager]\n")
-		for _, kv := range [][2]string{{"HTTP_PROXY", p.HTTPProxy}, {"HTTPS_PROXY", p.HTTPSProxy}, {"NO_PROXY", p.NoProxy}} {
+		for _, kv := range [][2]string{{"HTTP_PROXY", p.HTTPProxy}, {"HTTPS_PROXY", p.HTTPSProxy}, {"NO_PROXY", hostNoProxy(p)}} {
 			if kv[1] != "" {
 				fmt.Fprintf(&s, "DefaultEnvironment=\"%s=%s\" \"%s=%s\"\n", kv[0], kv[1], strings.ToLower(kv[0]), kv[1])
 			}
@@ -179,6 +180,31 @@ func (b *builder) system(in Input) {
 		b.file(ProxyDropIn, 0o644, []byte(s.String()))
 	}
 	b.file(PullSecretPath, 0o600, []byte(c.PullSecret))
+}
+
+// hostNoProxy is the cluster's noProxy plus the address every unit of the ISO
+// reaches the host's own assisted-service at (SERVICE_BASE_URL), when the
+// cluster has a proxy: without it curl and the client send their calls to
+// 127.0.0.1 to the proxy, and wait-for-assisted-service.sh waits forever
+// (seen in the release-4.18 rehearsal). The installer adds its rendezvous IP
+// to NO_PROXY for the same reason (openshift/installer PR #9083,
+// OCPBUGS-30292, in 4.17+); node-joiner's add-nodes ISO, whose rendezvous is
+// 127.0.0.1 too, keeps the cluster's value (joiner/clusterinfo.go
+// retrieveProxy: Proxy.Spec.NoProxy).
+func hostNoProxy(p *clusterinfo.Proxy) string {
+	if p.HTTPProxy == "" && p.HTTPSProxy == "" {
+		return p.NoProxy
+	}
+	var entries []string
+	if p.NoProxy != "" {
+		entries = strings.Split(p.NoProxy, ",")
+	}
+	for _, local := range []string{nodeZeroIP, "localhost"} {
+		if !slices.Contains(entries, local) {
+			entries = append(entries, local)
+		}
+	}
+	return strings.Join(entries, ",")
 }
 
 // RegistriesConf renders containers-registries.conf(5) v2 with one digest-only

@@ -4,11 +4,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
-
-	"github.com/google/uuid"
 )
 
 // Keyfile is one NetworkManager connection profile generated from a host's
@@ -39,8 +35,13 @@ type Keyfile struct {
 //   - dns-resolver.config: server, search.
 //
 // The keys are NetworkManager's keyfile settings (nm-settings-keyfile(5),
-// nm-settings-nmcli(5)); like assisted-service's formatNMConnection, every
-// profile gets autoconnect=true and autoconnect-priority=1.
+// nm-settings-nmcli(5)), with the values libnmstate's gen_conf gives the same
+// YAML (nmstate/nmstate @614c66dc, rust/src/lib/nm/settings/: ip.rs for the
+// methods, DHCP and addr-gen-mode, route.rs and nm_dbus/gen_conf/route.rs for
+// routes, wired.rs for MTU and MAC, ../dns.rs for where DNS goes); like
+// assisted-service's formatNMConnection, every profile gets autoconnect=true
+// and autoconnect-priority=1. NetworkManager itself loads and applies them in
+// the test suite (test/e2e, TestAddNodes_NetworkManagerAppliesKeyfiles).
 func (h Host) Keyfiles() ([]Keyfile, error) {
 	if h.NetworkConfig == nil {
 		return nil, nil
@@ -65,14 +66,21 @@ type profile struct {
 }
 
 type ipConf struct {
-	present          bool
+	present          bool // the family is in the YAML
 	enabled          bool
 	dhcp, autoconf   bool
 	addresses        []string
-	routes           []string
+	routes           []route
 	dns, dnsSearch   []string
-	hasDefaultRoute  bool
+	dnsPriority      int
 	hasStaticAddress bool
+}
+
+// route is one keyfile route: routeN=dest,gateway,metric and
+// routeN_options=table=T.
+type route struct {
+	dest, gateway string
+	metric, table int
 }
 
 type kfGen struct {
@@ -80,89 +88,10 @@ type kfGen struct {
 	profiles map[string]*profile
 }
 
-var ifaceNameRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,15}$`)
-
-func unknownKeys(m map[string]any, where string, allowed ...string) error {
-	ok := map[string]bool{}
-	for _, a := range allowed {
-		ok[a] = true
-	}
-	var bad []string
-	for k := range m {
-		if !ok[k] {
-			bad = append(bad, k)
-		}
-	}
-	if len(bad) == 0 {
-		return nil
-	}
-	sort.Strings(bad)
-	return fmt.Errorf("%s: %s not supported (add-nodes turns nmstate into NetworkManager keyfiles at build time and supports %s)", where, strings.Join(bad, ", "), strings.Join(allowed, ", "))
-}
-
-func asMap(v any, where string) (map[string]any, error) {
-	if v == nil {
-		return map[string]any{}, nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("%s must be a mapping", where)
-	}
-	return m, nil
-}
-
-func asList(v any, where string) ([]any, error) {
-	if v == nil {
-		return nil, nil
-	}
-	l, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("%s must be a list", where)
-	}
-	return l, nil
-}
-
-func asInt(v any, where string) (int, error) {
-	switch n := v.(type) {
-	case float64:
-		if n == float64(int(n)) {
-			return int(n), nil
-		}
-	case int:
-		return n, nil
-	case int64:
-		return int(n), nil
-	case string:
-		if i, err := strconv.Atoi(n); err == nil {
-			return i, nil
-		}
-	}
-	return 0, fmt.Errorf("%s must be an integer, not %v", where, v)
-}
-
-func asBool(v any, where string) (bool, error) {
-	b, ok := v.(bool)
-	if !ok {
-		return false, fmt.Errorf("%s must be true or false, not %v", where, v)
-	}
-	return b, nil
-}
-
-func asStrings(v any, where string) ([]string, error) {
-	l, err := asList(v, where)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, x := range l {
-		s, ok := x.(string)
-		if !ok {
-			return nil, fmt.Errorf("%s must be a list of strings", where)
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
+// ifaceNameRE: what NetworkManager takes as an interface name (1 to 15
+// characters; nmcli --offline refuses "eth0:1": "interface name contains an
+// invalid character"), "." and ".." excepted below.
+var ifaceNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
 
 func (g *kfGen) get(name string) *profile {
 	p, ok := g.profiles[name]
@@ -174,173 +103,181 @@ func (g *kfGen) get(name string) *profile {
 	return p
 }
 
+// parse reads the host's nmstate in four steps: the document (strictly, into
+// nmState), each interface in state up, the profiles that follow from them
+// (bond ports and VLAN parents not listed themselves), then routes and DNS,
+// which need the interfaces.
 func (g *kfGen) parse(nc map[string]any) error {
-	if err := unknownKeys(nc, "networkConfig", "interfaces", "routes", "dns-resolver"); err != nil {
-		return err
-	}
-	ifaces, err := asList(nc["interfaces"], "networkConfig.interfaces")
-	if err != nil {
+	var st nmState
+	if err := decodeStrict(nc, &st, where{"networkConfig", "."}); err != nil {
 		return err
 	}
 	skipped := map[string]bool{}
-	for j, it := range ifaces {
-		where := fmt.Sprintf("networkConfig.interfaces[%d]", j)
-		m, err := asMap(it, where)
-		if err != nil {
+	for j, raw := range st.Interfaces {
+		if err := g.parseInterface(j, raw, skipped); err != nil {
 			return err
-		}
-		name, _ := m["name"].(string)
-		if !ifaceNameRE.MatchString(name) {
-			return fmt.Errorf("%s: name %q is not an interface name (1 to 15 letters, digits, '.', '-', '_', ':')", where, name)
-		}
-		where = fmt.Sprintf("networkConfig interface %q", name)
-		if err := unknownKeys(m, where, "name", "type", "state", "mtu", "mac-address", "ipv4", "ipv6", "vlan", "link-aggregation"); err != nil {
-			return err
-		}
-		state, _ := m["state"].(string)
-		switch state {
-		case "", "up":
-		case "down", "absent":
-			skipped[name] = true
-			continue
-		default:
-			return fmt.Errorf("%s: state %q is not supported (use up, down or absent)", where, state)
-		}
-		if _, dup := g.profiles[name]; dup && g.profiles[name].typ != "" {
-			return fmt.Errorf("%s is listed twice", where)
-		}
-		p := g.get(name)
-		typ, _ := m["type"].(string)
-		switch typ {
-		case "ethernet", "802-3-ethernet":
-			p.typ = "ethernet"
-		case "vlan":
-			p.typ = "vlan"
-			v, err := asMap(m["vlan"], where+": vlan")
-			if err != nil {
-				return err
-			}
-			if err := unknownKeys(v, where+": vlan", "base-iface", "id"); err != nil {
-				return err
-			}
-			p.vlanParent, _ = v["base-iface"].(string)
-			if p.vlanParent == "" {
-				return fmt.Errorf("%s: vlan.base-iface is required", where)
-			}
-			if p.vlanID, err = asInt(v["id"], where+": vlan.id"); err != nil {
-				return err
-			}
-			if p.vlanID < 0 || p.vlanID > 4094 {
-				return fmt.Errorf("%s: vlan.id %d is outside 0-4094", where, p.vlanID)
-			}
-		case "bond":
-			p.typ = "bond"
-			la, err := asMap(m["link-aggregation"], where+": link-aggregation")
-			if err != nil {
-				return err
-			}
-			if err := unknownKeys(la, where+": link-aggregation", "mode", "port", "options"); err != nil {
-				return err
-			}
-			p.bondMode, _ = la["mode"].(string)
-			if p.bondMode == "" {
-				return fmt.Errorf("%s: link-aggregation.mode is required", where)
-			}
-			opts, err := asMap(la["options"], where+": link-aggregation.options")
-			if err != nil {
-				return err
-			}
-			p.bondOpts = map[string]string{}
-			for k, v := range opts {
-				p.bondOpts[k] = fmt.Sprint(v)
-			}
-			ports, err := asStrings(la["port"], where+": link-aggregation.port")
-			if err != nil {
-				return err
-			}
-			for _, port := range ports {
-				if !ifaceNameRE.MatchString(port) {
-					return fmt.Errorf("%s: port %q is not an interface name", where, port)
-				}
-				pp := g.get(port)
-				if pp.master != "" && pp.master != name {
-					return fmt.Errorf("%s: port %q is already a port of bond %q", where, port, pp.master)
-				}
-				pp.master = name
-			}
-		case "":
-			return fmt.Errorf("%s: type is required (ethernet, vlan or bond)", where)
-		default:
-			return fmt.Errorf("%s: type %q is not supported (add-nodes turns nmstate into NetworkManager keyfiles at build time and supports ethernet, vlan and bond)", where, typ)
-		}
-		if v, ok := m["mtu"]; ok {
-			if p.mtu, err = asInt(v, where+": mtu"); err != nil {
-				return err
-			}
-		}
-		if mac, ok := m["mac-address"].(string); ok {
-			p.mac = NormalizeMAC(mac)
-		}
-		for fi, fam := range []string{"ipv4", "ipv6"} {
-			raw, ok := m[fam]
-			if !ok {
-				continue
-			}
-			c, err := asMap(raw, where+": "+fam)
-			if err != nil {
-				return err
-			}
-			allowed := []string{"enabled", "dhcp", "address"}
-			if fam == "ipv6" {
-				allowed = append(allowed, "autoconf")
-			}
-			if err := unknownKeys(c, where+": "+fam, allowed...); err != nil {
-				return err
-			}
-			ic := &p.ip[fi]
-			ic.present = true
-			ic.enabled = true
-			if v, ok := c["enabled"]; ok {
-				if ic.enabled, err = asBool(v, where+": "+fam+".enabled"); err != nil {
-					return err
-				}
-			}
-			if v, ok := c["dhcp"]; ok {
-				if ic.dhcp, err = asBool(v, where+": "+fam+".dhcp"); err != nil {
-					return err
-				}
-			}
-			if v, ok := c["autoconf"]; ok {
-				if ic.autoconf, err = asBool(v, where+": "+fam+".autoconf"); err != nil {
-					return err
-				}
-			}
-			addrs, err := asList(c["address"], where+": "+fam+".address")
-			if err != nil {
-				return err
-			}
-			for k, a := range addrs {
-				am, err := asMap(a, fmt.Sprintf("%s: %s.address[%d]", where, fam, k))
-				if err != nil {
-					return err
-				}
-				ip, _ := am["ip"].(string)
-				parsed := net.ParseIP(ip)
-				if parsed == nil || (fi == 0) != (parsed.To4() != nil) {
-					return fmt.Errorf("%s: %s.address[%d].ip %q is not an %s address", where, fam, k, ip, fam)
-				}
-				pl, err := asInt(am["prefix-length"], fmt.Sprintf("%s: %s.address[%d].prefix-length", where, fam, k))
-				if err != nil {
-					return err
-				}
-				if max := map[bool]int{true: 32, false: 128}[fi == 0]; pl < 0 || pl > max {
-					return fmt.Errorf("%s: %s.address[%d].prefix-length %d is outside 0-%d", where, fam, k, pl, max)
-				}
-				ic.addresses = append(ic.addresses, fmt.Sprintf("%s/%d", ip, pl))
-			}
-			ic.hasStaticAddress = len(ic.addresses) > 0
 		}
 	}
+	if err := g.completeProfiles(skipped); err != nil {
+		return err
+	}
+	if st.Routes != nil {
+		for k, r := range st.Routes.Config {
+			if err := g.parseRoute(k, r); err != nil {
+				return err
+			}
+		}
+	}
+	if st.DNSResolver != nil && st.DNSResolver.Config != nil {
+		return g.parseDNS(*st.DNSResolver.Config)
+	}
+	return nil
+}
+
+// parseInterface decodes networkConfig.interfaces[j] and records its profile
+// (nothing for state down or absent, which it remembers in skipped).
+func (g *kfGen) parseInterface(j int, raw any, skipped map[string]bool) error {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return fmt.Errorf("networkConfig.interfaces[%d] must be a mapping", j)
+	}
+	name, _ := m["name"].(string)
+	if !ifaceNameRE.MatchString(name) || name == "." || name == ".." {
+		return fmt.Errorf("networkConfig.interfaces[%d]: name %q is not an interface name (1 to 15 letters, digits, '.', '-', '_')", j, name)
+	}
+	w := where{fmt.Sprintf("networkConfig interface %q", name), ": "}
+	var it nmInterface
+	if err := decodeStrict(m, &it, w); err != nil {
+		return err
+	}
+	switch it.State {
+	case "", "up":
+	case "down", "absent":
+		skipped[name] = true
+		return nil
+	default:
+		return fmt.Errorf("%s: state %q is not supported (use up, down or absent)", w.base, it.State)
+	}
+	if p, dup := g.profiles[name]; dup && p.typ != "" {
+		return fmt.Errorf("%s is listed twice", w.base)
+	}
+	p := g.get(name)
+	var err error
+	switch it.Type {
+	case "ethernet", "802-3-ethernet":
+		p.typ = "ethernet"
+	case "vlan":
+		err = g.vlan(p, it.VLAN, w)
+	case "bond":
+		err = g.bond(p, it.LinkAggregation, w)
+	case "":
+		return fmt.Errorf("%s: type is required (ethernet, vlan or bond)", w.base)
+	default:
+		return fmt.Errorf("%s: type %q is not supported (add-nodes turns nmstate into NetworkManager keyfiles at build time and supports ethernet, vlan and bond)", w.base, it.Type)
+	}
+	if err != nil {
+		return err
+	}
+	if it.MTU != nil {
+		p.mtu = *it.MTU
+	}
+	if it.MACAddress != "" {
+		p.mac = NormalizeMAC(it.MACAddress)
+	}
+	if it.IPv4 != nil {
+		c := nmIPv6{Enabled: it.IPv4.Enabled, DHCP: it.IPv4.DHCP, Address: it.IPv4.Address}
+		if err := p.ip[0].set(c, "ipv4", w); err != nil {
+			return err
+		}
+	}
+	if it.IPv6 != nil {
+		if err := p.ip[1].set(*it.IPv6, "ipv6", w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *kfGen) vlan(p *profile, v *nmVLAN, w where) error {
+	p.typ = "vlan"
+	if v == nil || v.BaseIface == "" {
+		return fmt.Errorf("%s: vlan.base-iface is required", w.base)
+	}
+	if v.ID == nil {
+		return fmt.Errorf("%s: vlan.id must be an integer, not <nil>", w.base)
+	}
+	p.vlanParent, p.vlanID = v.BaseIface, *v.ID
+	if p.vlanID < 0 || p.vlanID > 4094 {
+		return fmt.Errorf("%s: vlan.id %d is outside 0-4094", w.base, p.vlanID)
+	}
+	return nil
+}
+
+func (g *kfGen) bond(p *profile, la *nmBonding, w where) error {
+	p.typ = "bond"
+	if la == nil || la.Mode == "" {
+		return fmt.Errorf("%s: link-aggregation.mode is required", w.base)
+	}
+	var err error
+	if p.bondMode, p.bondOpts, err = bondOptions(string(la.Mode), la.Options, w); err != nil {
+		return err
+	}
+	for _, port := range la.Port {
+		if !ifaceNameRE.MatchString(port) {
+			return fmt.Errorf("%s: port %q is not an interface name", w.base, port)
+		}
+		pp := g.get(port)
+		if pp.master != "" && pp.master != p.name {
+			return fmt.Errorf("%s: port %q is already a port of bond %q", w.base, port, pp.master)
+		}
+		pp.master = p.name
+	}
+	return nil
+}
+
+// set records one address family of an interface (ipv4 comes in as an
+// nmIPv6 without autoconf: the decoder already refused that key for it).
+func (ic *ipConf) set(c nmIPv6, fam string, w where) error {
+	ic.present, ic.enabled = true, true
+	if c.Enabled != nil {
+		ic.enabled = *c.Enabled
+	}
+	if c.DHCP != nil {
+		ic.dhcp = *c.DHCP
+	}
+	if c.Autoconf != nil {
+		ic.autoconf = *c.Autoconf
+	}
+	v4 := fam == "ipv4"
+	if !v4 && ic.enabled && ic.autoconf && !ic.dhcp {
+		// libnmstate refuses it (nm/settings/ip.rs gen_nm_ipv6_setting).
+		return fmt.Errorf("%s: ipv6.autoconf without ipv6.dhcp is not supported (nmstate: \"Autoconf without DHCP is not supported yet\"); set ipv6.dhcp: true as well", w.base)
+	}
+	for k, a := range c.Address {
+		parsed := net.ParseIP(a.IP)
+		if parsed == nil || v4 != (parsed.To4() != nil) {
+			return fmt.Errorf("%s: %s.address[%d].ip %q is not an %s address", w.base, fam, k, a.IP, fam)
+		}
+		if a.PrefixLength == nil {
+			return fmt.Errorf("%s: %s.address[%d].prefix-length must be an integer, not <nil>", w.base, fam, k)
+		}
+		pl, max := *a.PrefixLength, 128
+		if v4 {
+			max = 32
+		}
+		if pl < 0 || pl > max {
+			return fmt.Errorf("%s: %s.address[%d].prefix-length %d is outside 0-%d", w.base, fam, k, pl, max)
+		}
+		ic.addresses = append(ic.addresses, fmt.Sprintf("%s/%d", a.IP, pl))
+	}
+	ic.hasStaticAddress = len(ic.addresses) > 0
+	return nil
+}
+
+// completeProfiles drops what was only named by a skipped interface, gives
+// bond ports and VLAN parents that are not listed an ethernet profile, and
+// refuses IP settings on a bond port.
+func (g *kfGen) completeProfiles(skipped map[string]bool) error {
 	for _, name := range g.order {
 		p := g.profiles[name]
 		if p.typ == "" {
@@ -351,10 +288,8 @@ func (g *kfGen) parse(nc map[string]any) error {
 			// A bond port that is not listed itself: an ethernet port profile.
 			p.typ = "ethernet"
 		}
-		if p.master != "" {
-			if p.ip[0].present && (p.ip[0].enabled || p.ip[0].hasStaticAddress) || p.ip[1].present && (p.ip[1].enabled || p.ip[1].hasStaticAddress) {
-				return fmt.Errorf("networkConfig interface %q is a port of bond %q and cannot have its own ipv4/ipv6 configuration", name, p.master)
-			}
+		if p.master != "" && (p.ip[0].configured() || p.ip[1].configured()) {
+			return fmt.Errorf("networkConfig interface %q is a port of bond %q and cannot have its own ipv4/ipv6 configuration", name, p.master)
 		}
 		if p.typ == "vlan" {
 			if _, ok := g.profiles[p.vlanParent]; !ok && !skipped[p.vlanParent] {
@@ -373,146 +308,115 @@ func (g *kfGen) parse(nc map[string]any) error {
 	if len(g.order) == 0 {
 		return fmt.Errorf("networkConfig: no interface in state up")
 	}
-	if err := g.parseRoutes(nc["routes"]); err != nil {
-		return err
-	}
-	return g.parseDNS(nc["dns-resolver"])
-}
-
-func (g *kfGen) parseRoutes(raw any) error {
-	r, err := asMap(raw, "networkConfig.routes")
-	if err != nil {
-		return err
-	}
-	if err := unknownKeys(r, "networkConfig.routes", "config"); err != nil {
-		return err
-	}
-	list, err := asList(r["config"], "networkConfig.routes.config")
-	if err != nil {
-		return err
-	}
-	for k, it := range list {
-		where := fmt.Sprintf("networkConfig.routes.config[%d]", k)
-		m, err := asMap(it, where)
-		if err != nil {
-			return err
-		}
-		if err := unknownKeys(m, where, "destination", "next-hop-address", "next-hop-interface", "metric", "table-id"); err != nil {
-			return err
-		}
-		dst, _ := m["destination"].(string)
-		ip, ipnet, err := net.ParseCIDR(dst)
-		if err != nil {
-			return fmt.Errorf("%s: destination %q is not an address/prefix", where, dst)
-		}
-		fi := 1
-		if ip.To4() != nil {
-			fi = 0
-		}
-		dev, _ := m["next-hop-interface"].(string)
-		p, ok := g.profiles[dev]
-		if !ok {
-			return fmt.Errorf("%s: next-hop-interface %q is not an interface in state up of networkConfig.interfaces", where, dev)
-		}
-		gw, _ := m["next-hop-address"].(string)
-		val := ipnet.String()
-		if gw != "" {
-			g := net.ParseIP(gw)
-			if g == nil || (g.To4() != nil) != (fi == 0) {
-				return fmt.Errorf("%s: next-hop-address %q is not an address of the destination's family", where, gw)
-			}
-			val += "," + gw
-		}
-		if v, ok := m["metric"]; ok {
-			metric, err := asInt(v, where+": metric")
-			if err != nil {
-				return err
-			}
-			if gw == "" {
-				val += ","
-			}
-			val += "," + strconv.Itoa(metric)
-		}
-		if v, ok := m["table-id"]; ok {
-			t, err := asInt(v, where+": table-id")
-			if err != nil {
-				return err
-			}
-			val += " table=" + strconv.Itoa(t)
-		}
-		ic := &p.ip[fi]
-		if !ic.present || !ic.enabled {
-			return fmt.Errorf("%s: next-hop-interface %q has %s disabled", where, dev, []string{"ipv4", "ipv6"}[fi])
-		}
-		ic.routes = append(ic.routes, val)
-		if ones, _ := ipnet.Mask.Size(); ones == 0 && gw != "" {
-			ic.hasDefaultRoute = true
-		}
-	}
 	return nil
 }
 
-func (g *kfGen) parseDNS(raw any) error {
-	d, err := asMap(raw, "networkConfig.dns-resolver")
+// configured: the family is given and enabled, or has addresses.
+func (ic ipConf) configured() bool { return ic.present && (ic.enabled || ic.hasStaticAddress) }
+
+// parseRoute adds a route to its next-hop interface's family, as libnmstate
+// writes it: metric 0 and table 254 (main) unless given (nmstate
+// nm/settings/route.rs gen_nm_ip_routes; nm_dbus/gen_conf/route.rs: the table
+// always goes to routeN_options). A table-id of 0 and a metric of -1 mean
+// nmstate's defaults.
+func (g *kfGen) parseRoute(k int, r nmRoute) error {
+	where := fmt.Sprintf("networkConfig.routes.config[%d]", k)
+	ip, ipnet, err := net.ParseCIDR(r.Destination)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: destination %q is not an address/prefix", where, r.Destination)
 	}
-	if err := unknownKeys(d, "networkConfig.dns-resolver", "config"); err != nil {
-		return err
+	fi := 1
+	if ip.To4() != nil {
+		fi = 0
 	}
-	c, err := asMap(d["config"], "networkConfig.dns-resolver.config")
-	if err != nil {
-		return err
+	p, ok := g.profiles[r.NextHopInterface]
+	if !ok {
+		return fmt.Errorf("%s: next-hop-interface %q is not an interface in state up of networkConfig.interfaces", where, r.NextHopInterface)
 	}
-	if err := unknownKeys(c, "networkConfig.dns-resolver.config", "server", "search"); err != nil {
-		return err
+	rt := route{dest: ipnet.String(), gateway: r.NextHopAddress, table: 254}
+	if gw := r.NextHopAddress; gw != "" {
+		g := net.ParseIP(gw)
+		if g == nil || (g.To4() != nil) != (fi == 0) {
+			return fmt.Errorf("%s: next-hop-address %q is not an address of the destination's family", where, gw)
+		}
 	}
-	servers, err := asStrings(c["server"], "networkConfig.dns-resolver.config.server")
-	if err != nil {
-		return err
+	if r.Metric != nil && *r.Metric != -1 {
+		if *r.Metric < 0 {
+			return fmt.Errorf("%s: metric %d is negative", where, *r.Metric)
+		}
+		rt.metric = *r.Metric
 	}
-	search, err := asStrings(c["search"], "networkConfig.dns-resolver.config.search")
-	if err != nil {
-		return err
+	if r.TableID != nil && *r.TableID != 0 {
+		if *r.TableID < 0 {
+			return fmt.Errorf("%s: table-id %d is negative", where, *r.TableID)
+		}
+		rt.table = *r.TableID
 	}
+	ic := &p.ip[fi]
+	if !ic.present || !ic.enabled {
+		return fmt.Errorf("%s: next-hop-interface %q has %s disabled", where, r.NextHopInterface, []string{"ipv4", "ipv6"}[fi])
+	}
+	ic.routes = append(ic.routes, rt)
+	return nil
+}
+
+// parseDNS places the DNS configuration as libnmstate does without a running
+// system (nmstate nm/dns.rs store_dns_config_to_iface,
+// store_dns_search_or_option_to_iface; dns.rs is_iface_valid_for_dns): each
+// family's servers go to the first interface, in the order of
+// networkConfig.interfaces, with that family enabled and static (for IPv6:
+// with an address), else to the first with it enabled at all; the search
+// list and priority 40 go with the family of the first server, the other
+// family gets priority 50. A search list without servers goes to the first
+// interface with automatic IPv6, else IPv4, else enabled IPv6, else IPv4.
+func (g *kfGen) parseDNS(c nmDNS) error {
+	servers, search := c.Server, c.Search
 	var byFam [2][]string
+	var pattern string
 	for _, s := range servers {
 		ip := net.ParseIP(s)
 		if ip == nil {
 			return fmt.Errorf("networkConfig.dns-resolver.config.server %q is not an IP address", s)
 		}
+		fam, ch := 1, "6"
 		if ip.To4() != nil {
-			byFam[0] = append(byFam[0], s)
-		} else {
-			byFam[1] = append(byFam[1], s)
+			fam, ch = 0, "4"
+		}
+		byFam[fam] = append(byFam[fam], s)
+		if !strings.HasSuffix(pattern, ch) {
+			pattern += ch
 		}
 	}
-	// DNS goes to the interface holding the family's default gateway, else
-	// to the first interface with a static address of that family; the
-	// search list goes with the IPv4 servers, else with the IPv6 ones.
-	searchDone := len(search) == 0
+	if len(servers) > 2 && (strings.Contains(pattern, "464") || strings.Contains(pattern, "646")) {
+		return fmt.Errorf("networkConfig.dns-resolver.config.server: an IPv4 server between IPv6 servers (or the reverse) is not supported (nmstate: \"Placing IPv4/IPv6 nameserver in the middle of IPv6/IPv4 nameservers is not supported yet\")")
+	}
+	if len(servers) == 0 {
+		if len(search) == 0 {
+			return nil
+		}
+		p, fi := g.searchHolder()
+		if p == nil {
+			return fmt.Errorf("networkConfig.dns-resolver: no interface has IP enabled to hold the search domains %s", strings.Join(search, ", "))
+		}
+		p.ip[fi].dnsSearch, p.ip[fi].dnsPriority = search, 40
+		return nil
+	}
+	preferred := 0
+	if net.ParseIP(servers[0]).To4() == nil {
+		preferred = 1
+	}
 	for fi := range byFam {
 		if len(byFam[fi]) == 0 {
 			continue
 		}
 		p := g.dnsHolder(fi)
 		if p == nil {
-			return fmt.Errorf("networkConfig.dns-resolver: no interface has a static %s address or default route to hold the DNS servers %s", []string{"ipv4", "ipv6"}[fi], strings.Join(byFam[fi], ", "))
+			return fmt.Errorf("networkConfig.dns-resolver: no interface has %s enabled to hold the DNS servers %s", []string{"ipv4", "ipv6"}[fi], strings.Join(byFam[fi], ", "))
 		}
-		p.ip[fi].dns = byFam[fi]
-		if !searchDone {
-			p.ip[fi].dnsSearch, searchDone = search, true
-		}
-	}
-	if !searchDone {
-		for fi := range byFam {
-			if p := g.dnsHolder(fi); p != nil {
-				p.ip[fi].dnsSearch, searchDone = search, true
-				break
-			}
-		}
-		if !searchDone {
-			return fmt.Errorf("networkConfig.dns-resolver: no interface has a static address or default route to hold the search domains %s", strings.Join(search, ", "))
+		ic := &p.ip[fi]
+		ic.dns, ic.dnsPriority = byFam[fi], 50
+		if fi == preferred {
+			ic.dnsSearch, ic.dnsPriority = search, 40
 		}
 	}
 	return nil
@@ -520,134 +424,29 @@ func (g *kfGen) parseDNS(raw any) error {
 
 func (g *kfGen) dnsHolder(fi int) *profile {
 	for _, n := range g.order {
-		if p := g.profiles[n]; p.ip[fi].hasDefaultRoute {
-			return p
+		ic := g.profiles[n].ip[fi]
+		if ic.present && ic.enabled && !ic.dhcp && !ic.autoconf && (fi == 0 || ic.hasStaticAddress) {
+			return g.profiles[n]
 		}
 	}
 	for _, n := range g.order {
-		if p := g.profiles[n]; p.ip[fi].hasStaticAddress {
-			return p
+		if ic := g.profiles[n].ip[fi]; ic.present && ic.enabled {
+			return g.profiles[n]
 		}
 	}
 	return nil
 }
 
-// keyfileNS makes profile UUIDs stable across builds (UUIDv5 of the name).
-var keyfileNS = uuid.MustParse("1a4e4a2c-6d0e-5b77-9a8e-6b7a2d3c1f00")
-
-func (g *kfGen) render() []Keyfile {
-	var out []Keyfile
-	for _, name := range g.order {
-		p := g.profiles[name]
-		var s strings.Builder
-		w := func(k, v string) { fmt.Fprintf(&s, "%s=%s\n", k, v) }
-		typ := map[string]string{"ethernet": "ethernet", "vlan": "vlan", "bond": "bond"}[p.typ]
-		s.WriteString("[connection]\n")
-		w("id", name)
-		w("uuid", uuid.NewSHA1(keyfileNS, []byte(name)).String())
-		w("type", typ)
-		w("interface-name", name)
-		w("autoconnect", "true")
-		w("autoconnect-priority", "1")
-		if p.master != "" {
-			w("master", p.master)
-			w("slave-type", "bond")
-		}
-		if p.typ == "bond" {
-			w("autoconnect-slaves", "1")
-		}
-		s.WriteString("\n")
-		switch p.typ {
-		case "ethernet":
-			s.WriteString("[ethernet]\n")
-			if p.mac != "" {
-				w("mac-address", strings.ToUpper(p.mac))
-			}
-			if p.mtu > 0 {
-				w("mtu", strconv.Itoa(p.mtu))
-			}
-			s.WriteString("\n")
-		case "vlan":
-			s.WriteString("[vlan]\n")
-			w("id", strconv.Itoa(p.vlanID))
-			w("parent", p.vlanParent)
-			if p.mtu > 0 {
-				w("mtu", strconv.Itoa(p.mtu))
-			}
-			s.WriteString("\n")
-		case "bond":
-			s.WriteString("[bond]\n")
-			w("mode", p.bondMode)
-			keys := make([]string, 0, len(p.bondOpts))
-			for k := range p.bondOpts {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				w(k, p.bondOpts[k])
-			}
-			s.WriteString("\n")
-			if p.mtu > 0 || p.mac != "" {
-				s.WriteString("[ethernet]\n")
-				if p.mac != "" {
-					w("cloned-mac-address", strings.ToUpper(p.mac))
+func (g *kfGen) searchHolder() (*profile, int) {
+	for _, auto := range []bool{true, false} {
+		for _, n := range g.order {
+			p := g.profiles[n]
+			for _, fi := range []int{1, 0} {
+				if ic := p.ip[fi]; ic.present && ic.enabled && (!auto || ic.dhcp || ic.autoconf) {
+					return p, fi
 				}
-				if p.mtu > 0 {
-					w("mtu", strconv.Itoa(p.mtu))
-				}
-				s.WriteString("\n")
 			}
 		}
-		if p.master == "" {
-			for fi, sect := range []string{"ipv4", "ipv6"} {
-				ic := p.ip[fi]
-				fmt.Fprintf(&s, "[%s]\n", sect)
-				for k, a := range ic.addresses {
-					w(fmt.Sprintf("address%d", k+1), a)
-				}
-				if len(ic.dns) > 0 {
-					w("dns", strings.Join(ic.dns, ";")+";")
-				}
-				if len(ic.dnsSearch) > 0 {
-					w("dns-search", strings.Join(ic.dnsSearch, ";")+";")
-				}
-				w("method", method(fi, ic))
-				if ic.dhcp || ic.autoconf {
-					if len(ic.dns) > 0 {
-						w("ignore-auto-dns", "true")
-					}
-				}
-				for k, r := range ic.routes {
-					w(fmt.Sprintf("route%d", k+1), r)
-				}
-				s.WriteString("\n")
-			}
-		}
-		out = append(out, Keyfile{Name: name + ".nmconnection", Content: []byte(strings.TrimRight(s.String(), "\n") + "\n")})
 	}
-	return out
-}
-
-// method maps nmstate's enabled/dhcp/autoconf/address to the keyfile's
-// ipv4.method (auto, manual, disabled) and ipv6.method (auto, dhcp, manual,
-// link-local, disabled).
-func method(fi int, ic ipConf) string {
-	switch {
-	case !ic.present || !ic.enabled:
-		return "disabled"
-	case fi == 0 && ic.dhcp:
-		return "auto"
-	case fi == 0 && ic.hasStaticAddress:
-		return "manual"
-	case fi == 0:
-		return "disabled"
-	case ic.autoconf:
-		return "auto"
-	case ic.dhcp:
-		return "dhcp"
-	case ic.hasStaticAddress:
-		return "manual"
-	default:
-		return "link-local"
-	}
+	return nil, 0
 }

@@ -245,10 +245,12 @@ func TestAddNodesCreate_ISOFromReleasePayloadThroughMirror(t *testing.T) {
 	if s := c.mustFile(t, "/etc/assisted/hostnames/00:f4:3d:a0:0e:2c"); s != "extra-worker-1\n" {
 		t.Errorf("hostname file = %q", s)
 	}
-	// The nmstate is turned into NetworkManager keyfiles at build time.
+	// The nmstate is turned into NetworkManager keyfiles at build time, with
+	// libnmstate's values (a route without metric: metric 0, table 254 in
+	// routeN_options; mac-address: the MAC the interface takes).
 	if s := c.mustFile(t, "/etc/assisted/network/extra-worker-0/eth0.nmconnection"); !strings.Contains(s, "interface-name=eth0\n") ||
 		!strings.Contains(s, "address1=192.168.111.30/24\n") || !strings.Contains(s, "dns=192.168.111.1;\n") ||
-		!strings.Contains(s, "route1=0.0.0.0/0,192.168.111.1\n") || !strings.Contains(s, "mac-address=00:F4:3D:A0:0E:2B\n") {
+		!strings.Contains(s, "route1=0.0.0.0/0,192.168.111.1,0\nroute1_options=table=254\n") || !strings.Contains(s, "cloned-mac-address=00:F4:3D:A0:0E:2B\n") {
 		t.Errorf("eth0.nmconnection = %q", s)
 	}
 	if s := c.mustFile(t, "/etc/assisted/network/extra-worker-0/mac_interface.ini"); s != "00:f4:3d:a0:0e:2b=eth0\n" {

@@ -66,7 +66,9 @@ run() {
 # (test/harness/cluster.go), nss_wrapper for the PostgreSQL images it runs (any
 # UID, as sclorg's images do it), iproute2 and iptables for the pod network;
 # debootstrap, systemd-nspawn, nsenter and journalctl (systemd as PID 1 in a
-# container: test/harness/systemd.go).
+# container: test/harness/systemd.go, networkmanager.go); dnsmasq (DHCP and
+# router advertisements on the NetworkManager container's private network);
+# and the linter of make lint, shellcheck.
 install_apt() {
   local missing=() want
   # binary:package pairs
@@ -75,7 +77,8 @@ install_apt() {
       htpasswd:apache2-utils getfattr:attr openssl:openssl git:git flock:util-linux \
       containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins \
       /usr/lib/x86_64-linux-gnu/libnss_wrapper.so:libnss-wrapper ip:iproute2 iptables:iptables \
-      debootstrap:debootstrap systemd-nspawn:systemd-container nsenter:util-linux journalctl:systemd; do
+      debootstrap:debootstrap systemd-nspawn:systemd-container nsenter:util-linux journalctl:systemd \
+      dnsmasq:dnsmasq-base shellcheck:shellcheck; do
     case ${want%%:*} in
       /*) [ -e "${want%%:*}" ] || missing+=("${want#*:}") ;;
       *) command -v "${want%%:*}" >/dev/null 2>&1 || missing+=("${want#*:}") ;;
@@ -303,9 +306,12 @@ install_postgres_majors() {
 # KEY a hash of the suite, the packages and NSPAWN_REVISION; linked as
 # $CACHE/nspawn/NAME. Cold: about 2 minutes and 430 MB a root. node0 is node 0
 # of an agent-based install: systemd, D-Bus (logind, for `shutdown -r +1`) and
-# Debian's PostgreSQL 15 for the stand-in of assisted-service-db.service.
+# Debian's PostgreSQL 15 for the stand-in of assisted-service-db.service. nm
+# is the host a day-2 ISO boots, for its static network: systemd, D-Bus and
+# Debian's network-manager 1.42 (test/harness/networkmanager.go boots it with
+# a private network; about a minute and 270 MB cold).
 NSPAWN_SUITE=${NSPAWN_SUITE:-bookworm}
-NSPAWN_ROOTS=${NSPAWN_ROOTS:-node0:systemd,systemd-sysv,dbus,postgresql-15,postgresql-client-15}
+NSPAWN_ROOTS=${NSPAWN_ROOTS:-node0:systemd,systemd-sysv,dbus,postgresql-15,postgresql-client-15 nm:systemd,systemd-sysv,dbus,libpam-systemd,network-manager,iproute2,procps}
 NSPAWN_REVISION=${NSPAWN_REVISION:-1}
 
 # debian_mirror is the mirror apt uses here (NSPAWN_MIRROR overrides it).
