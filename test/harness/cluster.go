@@ -27,7 +27,7 @@ import (
 
 // The test node's network: a bridge with the node's address, the pod range
 // behind it, and a Service range. Machine-wide names: one Cluster per
-// machine at a time (cluster.lock), because kube-proxy owns the host's KUBE-*
+// machine at a time (/run/kubectl-assisted/cluster.lock), because kube-proxy owns the host's KUBE-*
 // iptables chains.
 const (
 	NodeName       = "kat-node"
@@ -240,10 +240,10 @@ func nodeReady(n *corev1.Node) bool {
 // lockMachine takes the machine's cluster lock, waiting for another test
 // process's cluster to go.
 func lockMachine() (*os.File, error) {
-	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
+	if err := os.MkdirAll(machineDir, 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(CacheDir(), "cluster.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(filepath.Join(machineDir, "cluster.lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +261,12 @@ func lockMachine() (*os.File, error) {
 	}
 }
 
-func stateFile() string { return filepath.Join(CacheDir(), "cluster.dir") }
+// machineDir holds the machine's cluster lock and the directory of the
+// cluster that holds it: per machine, not per checkout or tool cache, since
+// the node's network, cgroups and KUBE-* rules are the machine's.
+const machineDir = "/run/kubectl-assisted"
+
+func stateFile() string { return filepath.Join(machineDir, "cluster.dir") }
 
 // cleanStale removes what a test process that was killed left: its
 // processes (containerd's shims and the containers under them outlive it),
