@@ -64,7 +64,7 @@ func benchJobMode(b *bench) error {
 	_ = conn.Close(ctx)
 	work := b.TempDir()
 	dataDir := filepath.Join(work, "data")
-	if _, err := generateData(dataDir, 64<<20); err != nil {
+	if _, err := generateData(dataDir, 64<<20, 0.5); err != nil {
 		return err
 	}
 	manifests := filepath.Join(work, "manifests")
