@@ -101,9 +101,9 @@ type partsWriter struct {
 	queue      chan *partState
 	slots      chan struct{} // one per running upload (file mode)
 	wg         sync.WaitGroup
-	mu         sync.Mutex    // guards uploadErr and the parts' sent and err
-	uploadErr  error         // the first failed upload (file mode)
-	streamErr  error // a failed commit (stream mode)
+	mu         sync.Mutex // guards uploadErr and the parts' sent and err
+	uploadErr  error      // the first failed upload (file mode)
+	streamErr  error      // a failed commit (stream mode)
 	closed     bool
 	encoderEnd bool
 }
