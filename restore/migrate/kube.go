@@ -58,9 +58,16 @@ func NewCluster(cfg *rest.Config) (Cluster, error) {
 	return &kubeCluster{cs: cs, dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
 }
 
-func (k *kubeCluster) Reachable(context.Context) error {
-	_, err := k.cs.Discovery().ServerVersion()
-	return err
+// Reachable asks the API server its version, within ctx: a hold before
+// node 0's reboot gives each attempt a deadline, which discovery's
+// ServerVersion (no context) overran by its client's whole timeout.
+func (k *kubeCluster) Reachable(ctx context.Context) error {
+	rc := k.cs.Discovery().RESTClient()
+	if rc == nil {
+		_, err := k.cs.Discovery().ServerVersion()
+		return err
+	}
+	return rc.Get().AbsPath("/version").Do(ctx).Error()
 }
 
 func (k *kubeCluster) AgentServiceConfig(ctx context.Context) (map[string]string, bool, error) {
