@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
+	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
 )
 
@@ -117,4 +118,32 @@ func TestWideRowsMemoryStaysFlat(t *testing.T) {
 	if got != want {
 		t.Fatalf("restored rows hash to %s, the source's to %s", got, want)
 	}
+}
+
+// TestRoundTripWideHosts: the wide-row data `make bench` measures (hosts
+// whose JSON columns are as wide and varied as real ones) is valid JSON
+// where assisted-service stores JSON, differs from host to host, and
+// survives a dump and restore.
+func TestRoundTripWideHosts(t *testing.T) {
+	scale := assisted.Scale{Clusters: 3, Hosts: 40, Events: 200, Wide: true}
+	src := assisted.NewDatabase(t, scale)
+	var hosts, distinct, valid int
+	var minRow int64
+	err := src.Connect(t).QueryRow(context.Background(), `SELECT count(*), count(DISTINCT inventory),
+		count(*) FILTER (WHERE inventory::jsonb ? 'disks' AND validations_info::jsonb ? 'operators'
+			AND jsonb_array_length(connectivity::jsonb->'remote_hosts') > 0 AND disks_info::jsonb IS NOT NULL
+			AND ntp_sources::jsonb IS NOT NULL AND images_status::jsonb IS NOT NULL AND domain_name_resolutions::jsonb ? 'resolutions'
+			AND (free_addresses = '' OR free_addresses::jsonb IS NOT NULL) AND (api_vip_connectivity = '' OR api_vip_connectivity::jsonb IS NOT NULL)),
+		min(length(h::text)) FROM public.hosts h`).Scan(&hosts, &distinct, &valid, &minRow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hosts != scale.Hosts || distinct != hosts || valid != hosts || minRow < 10000 {
+		t.Fatalf("%d hosts (want %d), %d distinct inventories, %d with every wide column valid, narrowest row %d bytes (want 10000 or more)",
+			hosts, scale.Hosts, distinct, valid, minRow)
+	}
+	stream, _ := dump(t, src.URL, pg.DumpOptions{})
+	dst := harness.NewDatabase(t)
+	restore(t, dst.URL, stream, pg.RestoreOptions{})
+	assertSameDatabase(t, src.URL, dst.URL)
 }
