@@ -239,7 +239,9 @@ func TestFeedRecyclesBuffers(t *testing.T) {
 	if err != nil || n != pushes*feedChunk {
 		t.Fatalf("read %d bytes (%v), want %d", n, err, pushes*feedChunk)
 	}
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+	// Without recycling it is all 64 MiB and more; with it, well under a
+	// MiB (a quarter of the pool's buffers are dropped under -race).
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > pushes*feedChunk/2 {
 		t.Fatalf("moving %d MiB through a feed allocated %d MiB", n>>20, alloc>>20)
 	}
 }
