@@ -44,6 +44,32 @@ var spoolRaw int64 = 512 << 20
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// chunks recycles the buffers of feed parts, in memory and read back from
+// the spool: a restore moves its whole stream through them, and a new
+// buffer for each piece made garbage at the stream's pace, which the heap
+// carried until the next collection (about as much again as the feeds
+// hold).
+var chunks = sync.Pool{New: func() any { b := make([]byte, 0, feedChunk); return &b }}
+
+// getChunk returns a buffer of length n from the pool (a new one when n is
+// larger than feedChunk).
+func getChunk(n int) *[]byte {
+	if n > feedChunk {
+		b := make([]byte, n)
+		return &b
+	}
+	b := chunks.Get().(*[]byte)
+	*b = (*b)[:n]
+	return b
+}
+
+// putChunk gives a buffer of getChunk back.
+func putChunk(b *[]byte) {
+	if b != nil && cap(*b) == feedChunk {
+		chunks.Put(b)
+	}
+}
+
 // errLoadAborted ends the loads after a failure elsewhere.
 var errLoadAborted = errors.New("restore aborted")
 
@@ -93,25 +119,35 @@ func (s *spool) write(raw []byte) (feedPart, error) {
 	return feedPart{spooled: true, compressed: compress, off: off, n: len(enc), raw: len(raw), crc: crc32.Checksum(raw, castagnoli)}, nil
 }
 
-// read returns the raw bytes of a spooled part.
-func (s *spool) read(p feedPart) ([]byte, error) {
-	enc := make([]byte, p.n)
-	if _, err := s.f.ReadAt(enc, p.off); err != nil {
+// read returns the raw bytes of a spooled part, in a buffer of getChunk.
+func (s *spool) read(p feedPart) (*[]byte, error) {
+	enc := getChunk(p.n)
+	if _, err := s.f.ReadAt(*enc, p.off); err != nil {
+		putChunk(enc)
 		return nil, fmt.Errorf("restore: spool: %w", err)
 	}
 	raw, err := enc, error(nil)
 	if p.compressed {
-		raw, err = s2.Decode(make([]byte, p.raw), enc)
+		raw = getChunk(p.raw)
+		var dec []byte
+		dec, err = s2.Decode(*raw, *enc)
+		putChunk(enc)
+		if err == nil && len(dec) != p.raw {
+			// Into raw when its length is the one spooled, else it differs.
+			err = errors.New("decoded size")
+		}
 	}
-	if err != nil || len(raw) != p.raw || crc32.Checksum(raw, castagnoli) != p.crc {
+	if err != nil || len(*raw) != p.raw || crc32.Checksum(*raw, castagnoli) != p.crc {
+		putChunk(raw)
 		return nil, fmt.Errorf("%w: the restore's spool file changed under it (at %d)", ErrChecksumMismatch, p.off)
 	}
 	return raw, nil
 }
 
-// feedPart is a piece of a table's data: in memory, or spooled.
+// feedPart is a piece of a table's data: in memory (a buffer of
+// getChunk), or spooled.
 type feedPart struct {
-	mem        []byte
+	mem        *[]byte
 	spooled    bool
 	compressed bool // s2
 	off        int64
@@ -195,7 +231,9 @@ func (fd *feed) push(data []byte) error {
 			return errLoadAborted
 		}
 		if f.mem+len(data) <= feedMemory || f.mem == 0 {
-			fd.parts = append(fd.parts, feedPart{mem: append([]byte(nil), data...)})
+			b := getChunk(len(data))
+			copy(*b, data)
+			fd.parts = append(fd.parts, feedPart{mem: b})
 			f.mem += len(data)
 			f.cond.Broadcast()
 			return nil
@@ -243,7 +281,9 @@ func (fd *feed) reader(ctx context.Context) io.Reader { return &feedReader{fd: f
 type feedReader struct {
 	fd  *feed
 	ctx context.Context
+	// cur is what is left of buf, the part being read.
 	cur []byte
+	buf *[]byte
 	err error
 }
 
@@ -252,6 +292,8 @@ func (r *feedReader) Read(p []byte) (int, error) {
 		return 0, r.err
 	}
 	if len(r.cur) == 0 {
+		putChunk(r.buf)
+		r.buf = nil
 		fd, f := r.fd, r.fd.f
 		f.mu.Lock()
 		for len(fd.parts) == 0 && !fd.done && !f.aborted {
@@ -278,7 +320,7 @@ func (r *feedReader) Read(p []byte) (int, error) {
 		fd.parts[0] = feedPart{}
 		fd.parts = fd.parts[1:]
 		if !part.spooled {
-			f.mem -= len(part.mem)
+			f.mem -= len(*part.mem)
 			f.cond.Broadcast()
 		}
 		f.mu.Unlock()
@@ -290,7 +332,7 @@ func (r *feedReader) Read(p []byte) (int, error) {
 			}
 			part.mem = raw
 		}
-		r.cur = part.mem
+		r.buf, r.cur = part.mem, *part.mem
 	}
 	n := copy(p, r.cur)
 	r.cur = r.cur[n:]

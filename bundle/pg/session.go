@@ -17,9 +17,9 @@ import (
 const readBuffer = 256 << 10
 
 // bufferedFrontend reads the server's messages through a readBuffer-sized
-// buffer.
+// buffer, long CopyData messages cut into pieces (copySplitter).
 func bufferedFrontend(r io.Reader, w io.Writer) *pgproto3.Frontend {
-	return pgproto3.NewFrontend(bufio.NewReaderSize(r, readBuffer), w)
+	return pgproto3.NewFrontend(newCopySplitter(bufio.NewReaderSize(r, readBuffer)), w)
 }
 
 // sessionSettings make COPY text output byte-identical on every server and

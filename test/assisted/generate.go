@@ -26,8 +26,14 @@ type Scale struct {
 	Hosts int
 	// Events in all (events_id_seq advances past them).
 	Events int
-	// InventoryBytes is the approximate size of one host's inventory JSON.
+	// InventoryBytes is the approximate size of one host's inventory JSON
+	// (not with Wide).
 	InventoryBytes int
+	// Wide gives every host the wide columns of a real one (generate_wide.go):
+	// an inventory of 5 to 30 KB with disks' SMART reports, validations,
+	// connectivity to the other hosts of its cluster, DNS resolutions, image
+	// pulls, NTP sources, free addresses, all different for each host.
+	Wide bool
 }
 
 // Small is a scale for functional tests: every kind of row, a few MB.
@@ -35,6 +41,11 @@ var Small = Scale{Clusters: 7, Hosts: 40, Events: 3000, InventoryBytes: 6000}
 
 // Bench is the scale `make bench` uses: 50k hosts and a million events.
 var Bench = Scale{Clusters: 2000, Hosts: 50000, Events: 1000000, InventoryBytes: 5000}
+
+// WideBench is the scale of `make bench`'s wide-row data: fewer hosts than
+// Bench, each as wide as a real one (about 25 KB of JSON in the row), and
+// events, about 400 MiB of database in all.
+var WideBench = Scale{Clusters: 1500, Hosts: 25000, Events: 500000, Wide: true}
 
 // LoadSchema creates the real assisted-service schema in the database at url.
 func LoadSchema(t testing.TB, url string) {
@@ -86,7 +97,7 @@ func Generate(ctx context.Context, url string, s Scale) error {
 		{"api_vips", vipsSQL("api_vips", 5), []any{s.Clusters}},
 		{"ingress_vips", vipsSQL("ingress_vips", 7), []any{s.Clusters}},
 		{"monitored_operators", operatorsSQL, []any{s.Clusters}},
-		{"hosts", hostsSQL(s.InventoryBytes), []any{s.Hosts, s.Clusters}},
+		{"hosts", hostsSQL(s), []any{s.Hosts, s.Clusters}},
 		{"events", eventsSQL, []any{s.Events, s.Clusters, max(s.Hosts, 1)}},
 	}
 	// Bulk loads go faster into bare tables: drop the keys and indexes and
@@ -94,6 +105,11 @@ func Generate(ctx context.Context, url string, s Scale) error {
 	rebuild, err := dropKeysAndIndexes(ctx, tx)
 	if err != nil {
 		return err
+	}
+	if s.Wide {
+		if err := loadWideHosts(ctx, tx, s); err != nil {
+			return fmt.Errorf("generate wide hosts: %w", err)
+		}
 	}
 	for _, st := range steps {
 		if _, err := tx.Exec(ctx, st.sql, st.args...); err != nil {

@@ -39,10 +39,15 @@ const inventoryTail = `],"gpus":[],"hostname":"host-%1$s.example.com","interface
 	`"routes":[{"destination":"0.0.0.0","family":2,"gateway":"192.168.%3$s.1","interface":"enp1s0","metric":100}],` +
 	`"system_vendor":{"manufacturer":"Red Hat","product_name":"KVM","serial_number":"%4$s","virtual":true},"tpm_version":"none"}`
 
-// hostsSQL inserts $1 hosts spread over $2 clusters, each with an inventory of
-// about inventoryBytes.
-func hostsSQL(inventoryBytes int) string {
-	disks := max(1, (inventoryBytes-2300)/620)
+// hostsSQL inserts $1 hosts spread over $2 clusters: with s.Wide, their
+// wide columns from wide_hosts (loadWideHosts), else each with an inventory
+// of about s.InventoryBytes (narrowColumns).
+func hostsSQL(s Scale) string {
+	wide, apiVIP, from := narrowColumns(s.InventoryBytes)+",", "''", ""
+	if s.Wide {
+		wide = "w." + strings.Join(wideColumns[:len(wideColumns)-1], ", w.") + ","
+		apiVIP, from = "w.api_vip_connectivity", " JOIN wide_hosts w USING (g)"
+	}
 	return fmt.Sprintf(`INSERT INTO hosts (id, infra_env_id, cluster_id, status, status_info, status_updated_at, role, suggested_role,
     bootstrap, inventory, validations_info, connectivity, disks_info, free_addresses, ntp_sources, images_status,
     domain_name_resolutions, created_at, updated_at, deleted_at, checked_in_at, registered_at, stage_started_at, stage_updated_at,
@@ -56,14 +61,7 @@ SELECT `+id(hostID, "g")+`, `+id(infraEnvID, "c")+`, `+id(clusterID, "c")+`,
     CASE g %% 6 WHEN 0 THEN 'Host is ready to be installed' WHEN 3 THEN E'Host cannot be installed due to following failing validation(s): Require at least 16.00 GiB RAM\t(detected 8.00 GiB)' ELSE '' END,
     ts + interval '20 minutes', (ARRAY['master', 'worker', 'auto-assign'])[1 + g %% 3], (ARRAY['master', 'worker'])[1 + g %% 2],
     g %% 50 = 1,
-    format(%s, g) || (SELECT string_agg(format(%s, g, d, md5(g || '-' || d)), ',') FROM generate_series(1, %d) d)
-      || format(%s, g, lpad(to_hex((g / 256) %% 256), 2, '0') || ':' || lpad(to_hex(g %% 256), 2, '0'), g %% 256, md5('sn' || g), 1 + g %% 250),
-    '{"hardware":[{"id":"has-inventory","status":"success","message":"Valid inventory exists for the host"},{"id":"has-min-cpu-cores","status":"success","message":"Sufficient CPU cores"},{"id":"has-min-memory","status":"success","message":"Sufficient minimum RAM"}],"network":[{"id":"connected","status":"success","message":"Host is connected"},{"id":"ntp-synced","status":"success","message":"Host NTP is synced"}]}',
-    '{"remote_hosts":[{"host_id":"' || `+id(hostID, "(g + 1)")+` || '","l2_connectivity":[{"outgoing_ip_address":"192.168.1.' || (g %% 250) || '","remote_mac":"52:54:00:00:00:01","successful":true}],"l3_connectivity":[{"average_rtt_ms":0.2,"packet_loss_percentage":0,"remote_ip_address":"192.168.1.1","successful":true}]}]}',
-    CASE WHEN g %% 2 = 0 THEN '{"/dev/disk/by-id/wwn-0x1":{"disk_speed":{"speed_ms":5,"tested":true},"path":"/dev/sda"}}' END,
-    CASE WHEN g %% 5 = 0 THEN '[{"network":"192.168.1.0/24","free_addresses":["192.168.1.20","192.168.1.21"]}]' ELSE '' END,
-    '[{"source_name":"clock.example.com","source_state":"synced"}]', '{"quay.io/openshift/image":{"download_rate":100.5,"name":"quay.io/openshift/image","result":"success","size_bytes":1000000,"time":1.2}}',
-    '{"resolutions":[{"domain_name":"api.cluster.example.com","ipv4_addresses":["192.168.1.5"],"ipv6_addresses":[]}]}',
+%s
     ts, ts + interval '30 minutes', CASE WHEN g %% 23 = 0 THEN ts + interval '1 day' END, ts + interval '29 minutes', ts + interval '1 minute',
     ts + interval '25 minutes', ts + interval '26 minutes', (ARRAY['Starting installation', 'Writing image to disk', 'Rebooting', 'Done', ''])[1 + g %% 5],
     (g * 7) %% 101, CASE WHEN g %% 4 = 0 THEN '42%%' END, ts + interval '25 minutes',
@@ -73,9 +71,25 @@ SELECT `+id(hostID, "g")+`, `+id(infraEnvID, "c")+`, `+id(clusterID, "c")+`,
     CASE WHEN g %% 2 = 0 THEN 'ns-' || (c %% 9) ELSE '' END, g %% 3 = 0,
     CASE WHEN g %% 8 = 0 THEN md5('token' || g) END, g %% 8 = 0, '', 'Host', '/api/assisted-install/v2/infra-envs/' || `+id(infraEnvID, "c")+` || '/hosts/' || `+id(hostID, "g")+`,
     'admin', 1735689600 + g, CASE WHEN g %% 10 = 0 THEN '{"node-role.kubernetes.io/infra":""}' END,
-    '', '', CASE WHEN g %% 11 = 0 THEN 'disconnected' END, '', '', '', false, NULL
+    %s, '', CASE WHEN g %% 11 = 0 THEN 'disconnected' END, '', '', '', false, NULL
 FROM (SELECT g, 1 + (g - 1) %% $2 AS c, timestamptz '2025-01-01 01:00:00+00' + g * interval '7 minutes 3.5 seconds' AS ts
-      FROM generate_series(1, $1) g) s`,
+      FROM generate_series(1, $1) g) s%s`,
+		wide, apiVIP, from)
+}
+
+// narrowColumns are the expressions of hostsSQL's wide columns for hosts of
+// the Bench kind: an inventory of about inventoryBytes that differs between
+// hosts in a few values, the other columns short and alike.
+func narrowColumns(inventoryBytes int) string {
+	disks := max(1, (inventoryBytes-2300)/620)
+	return fmt.Sprintf(`    format(%s, g) || (SELECT string_agg(format(%s, g, d, md5(g || '-' || d)), ',') FROM generate_series(1, %d) d)
+      || format(%s, g, lpad(to_hex((g / 256) %% 256), 2, '0') || ':' || lpad(to_hex(g %% 256), 2, '0'), g %% 256, md5('sn' || g), 1 + g %% 250),
+    '{"hardware":[{"id":"has-inventory","status":"success","message":"Valid inventory exists for the host"},{"id":"has-min-cpu-cores","status":"success","message":"Sufficient CPU cores"},{"id":"has-min-memory","status":"success","message":"Sufficient minimum RAM"}],"network":[{"id":"connected","status":"success","message":"Host is connected"},{"id":"ntp-synced","status":"success","message":"Host NTP is synced"}]}',
+    '{"remote_hosts":[{"host_id":"' || `+id(hostID, "(g + 1)")+` || '","l2_connectivity":[{"outgoing_ip_address":"192.168.1.' || (g %% 250) || '","remote_mac":"52:54:00:00:00:01","successful":true}],"l3_connectivity":[{"average_rtt_ms":0.2,"packet_loss_percentage":0,"remote_ip_address":"192.168.1.1","successful":true}]}]}',
+    CASE WHEN g %% 2 = 0 THEN '{"/dev/disk/by-id/wwn-0x1":{"disk_speed":{"speed_ms":5,"tested":true},"path":"/dev/sda"}}' END,
+    CASE WHEN g %% 5 = 0 THEN '[{"network":"192.168.1.0/24","free_addresses":["192.168.1.20","192.168.1.21"]}]' ELSE '' END,
+    '[{"source_name":"clock.example.com","source_state":"synced"}]', '{"quay.io/openshift/image":{"download_rate":100.5,"name":"quay.io/openshift/image","result":"success","size_bytes":1000000,"time":1.2}}',
+    '{"resolutions":[{"domain_name":"api.cluster.example.com","ipv4_addresses":["192.168.1.5"],"ipv6_addresses":[]}]}'`,
 		literal(inventoryHead()), literal(diskJSON), disks, literal(inventoryTail))
 }
 

@@ -18,14 +18,17 @@ import (
 )
 
 func init() {
-	register("pg", "database dump/restore (bundle/pg + zstd) vs pg_dump -Fc / -Fd -j 2 and pg_restore --single-transaction / -j 2", benchPG)
+	register("pg", "database dump/restore (bundle/pg + zstd) vs pg_dump -Fc / -Fd -j 2 and pg_restore --single-transaction / -j 2, on the bench data and on wide rows", benchPG)
 	register("pg-scale", "database dump/restore at growing sizes (~0.5 to 4 GiB): time per GiB and peak memory", benchPGScale)
 }
 
 var (
-	pgClusters = flag.Int("pg-clusters", assisted.Bench.Clusters, "pg: clusters to generate")
-	pgHosts    = flag.Int("pg-hosts", assisted.Bench.Hosts, "pg: hosts to generate")
-	pgEvents   = flag.Int("pg-events", assisted.Bench.Events, "pg: events to generate")
+	pgData     = flag.String("pg-data", "bench,wide", "pg: the data sets to measure, in order: bench (many narrow hosts and events), wide (hosts with realistically wide rows)")
+	pgClusters = flag.Int("pg-clusters", assisted.Bench.Clusters, "pg: clusters to generate (bench data)")
+	pgHosts    = flag.Int("pg-hosts", assisted.Bench.Hosts, "pg: hosts to generate (bench data)")
+	pgEvents   = flag.Int("pg-events", assisted.Bench.Events, "pg: events to generate (bench data)")
+	pgWideHost = flag.Int("pg-wide-hosts", assisted.WideBench.Hosts, "pg: hosts to generate (wide data)")
+	pgWideEvts = flag.Int("pg-wide-events", assisted.WideBench.Events, "pg: events to generate (wide data)")
 	pgZstd     = flag.String("pg-zstd", "layer", "pg: zstd of our stream: layer (bundle create's own encoder), or one klauspost stream at fastest, default, better or best")
 	pgRounds   = flag.Int("pg-rounds", 3, "pg: rounds; each measures every tool once, in alternating order; medians are reported")
 	pgReadback = flag.Bool("pg-readback", false, "pg: also measure a restore that re-reads every table (as across PostgreSQL majors)")
@@ -116,27 +119,56 @@ func (s *series) medianPhases() map[string]float64 {
 // syncDisks flushes dirty pages so no step pays for the one before.
 func syncDisks() { _ = exec.Command("sync").Run() }
 
+// benchPG measures each data set of -pg-data on one server: the bench data
+// (assisted.Bench: many hosts with narrow rows, a million events), and the
+// wide data (assisted.WideBench: hosts as wide as real ones), whose rows are
+// where the memory of a restore and the size of a dump were found lacking.
 func benchPG(b *bench) error {
 	srv := harness.StartPostgres(b)
-	src := srv.NewDatabase(b)
-	quietServer(b, src)
-	assisted.LoadSchema(b, src.URL)
-	scale := assisted.Scale{Clusters: *pgClusters, Hosts: *pgHosts, Events: *pgEvents, InventoryBytes: assisted.Bench.InventoryBytes}
-	start := time.Now()
-	if err := assisted.Generate(context.Background(), src.URL, scale); err != nil {
-		return err
-	}
-	// Settle the tables (hint bits, statistics) so every dump reads the same pages.
-	src.Exec(b, "VACUUM ANALYZE")
-	dbSize := databaseSize(b, src)
-	fmt.Printf("data: %d clusters, %d hosts, %d events, database %s (generated in %s); PostgreSQL %s\n",
-		scale.Clusters, scale.Hosts, scale.Events, mib(dbSize), secs(time.Since(start)), srv.BinDir)
-
+	admin := srv.NewDatabase(b)
+	quietServer(b, admin)
 	dir := b.TempDir()
 	engine, err := buildEngine(dir)
 	if err != nil {
 		return err
 	}
+	for _, name := range strings.Split(*pgData, ",") {
+		var scale assisted.Scale
+		switch strings.TrimSpace(name) {
+		case "bench":
+			scale = assisted.Scale{Clusters: *pgClusters, Hosts: *pgHosts, Events: *pgEvents, InventoryBytes: assisted.Bench.InventoryBytes}
+		case "wide":
+			scale = assisted.WideBench
+			scale.Hosts, scale.Events = *pgWideHost, *pgWideEvts
+		default:
+			return fmt.Errorf("-pg-data: unknown data set %q (bench, wide)", name)
+		}
+		fmt.Printf("-- pg data %s\n", strings.TrimSpace(name))
+		if err := benchPGData(b, srv, admin, engine, dir, scale); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// benchPGData generates one data set and measures every tool on it.
+func benchPGData(b *bench, srv *harness.Server, admin *harness.Database, engine, dir string, scale assisted.Scale) error {
+	src := srv.NewDatabase(b)
+	assisted.LoadSchema(b, src.URL)
+	start := time.Now()
+	if err := assisted.Generate(context.Background(), src.URL, scale); err != nil {
+		return err
+	}
+	defer admin.Exec(b, "DROP DATABASE "+src.Name+" WITH (FORCE)")
+	// Settle the tables (hint bits, statistics) so every dump reads the same pages.
+	src.Exec(b, "VACUUM ANALYZE")
+	dbSize := databaseSize(b, src)
+	shape := "narrow hosts"
+	if scale.Wide {
+		shape = "wide hosts"
+	}
+	fmt.Printf("data: %d clusters, %d %s (%s of rows), %d events, database %s (generated in %s); PostgreSQL %s\n",
+		scale.Clusters, scale.Hosts, shape, mib(hostsBytes(b, src)), scale.Events, mib(dbSize), secs(time.Since(start)), srv.BinDir)
 	pgDump, pgRestore := filepath.Join(srv.BinDir, "pg_dump"), filepath.Join(srv.BinDir, "pg_restore")
 	ourFile, fcFile, fdDir := filepath.Join(dir, "ours.tar.zst"), filepath.Join(dir, "reference.dump"), filepath.Join(dir, "reference.dir")
 
@@ -150,6 +182,7 @@ func benchPG(b *bench) error {
 	if *pgWorkers > 0 {
 		restoreArgs = []string{"-workers", strconv.Itoa(*pgWorkers), "restore"}
 	}
+	defer func() { _ = os.Remove(ourFile); _ = os.Remove(fcFile); _ = os.RemoveAll(fdDir) }()
 	for round := 0; round < *pgRounds; round++ {
 		dumps := []func() error{
 			func() error {
@@ -294,6 +327,15 @@ func buildEngine(dir string) (string, error) {
 		return "", fmt.Errorf("build pgengine: %v\n%s", err, out)
 	}
 	return engine, nil
+}
+
+// hostsBytes is the size of the hosts' rows as COPY text would carry them.
+func hostsBytes(b *bench, db *harness.Database) int64 {
+	var n int64
+	if err := db.Connect(b).QueryRow(context.Background(), "SELECT coalesce(sum(length(h::text)), 0) FROM public.hosts h").Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 func databaseSize(b *bench, db *harness.Database) int64 {

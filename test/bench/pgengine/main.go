@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -65,7 +66,12 @@ func main() {
 	flag.StringVar(&restoreOpts.ToastCompression, "toast-compression", "", "restore: lz4, pglz, default (the target's) or empty (the engine's choice)")
 	verbose := flag.Bool("v", false, "log the engine's debug records on stderr")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	memProfile := flag.String("memprofile", "", "write a heap profile to this file at the run's highest heap (sampled every 20 ms)")
 	flag.Parse()
+	if *memProfile != "" {
+		stop := peakHeapProfile(*memProfile)
+		defer stop()
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -169,6 +175,36 @@ func runOp(op, url, file string, compress func(io.Writer) (io.WriteCloser, error
 	}
 	clock.event(pg.ProgressEvent{Phase: "end"})
 	return res, nil
+}
+
+// peakHeapProfile writes a heap profile to path whenever the heap in use
+// reaches a new high, until the returned function is called.
+func peakHeapProfile(path string) func() {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		var peak uint64
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse <= peak+peak/20 {
+				continue
+			}
+			peak = ms.HeapInuse
+			if f, err := os.Create(path); err == nil {
+				_ = pprof.Lookup("heap").WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 func withProgress(o pg.RestoreOptions, f func(pg.ProgressEvent)) pg.RestoreOptions {
