@@ -358,7 +358,7 @@ func (s *Systemd) Wait(t testing.TB, timeout time.Duration) (code int, at time.T
 	select {
 	case <-s.done:
 	case <-time.After(timeout):
-		t.Fatalf("%s still runs after %s; its journal ends:\n%s", s.Machine, timeout, s.JournalText(t, "-n", "80"))
+		t.Fatalf("%s still runs after %s; its journal ends:\n%s", s.Machine, timeout, s.JournalText(t, "-n", "400"))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
