@@ -54,13 +54,10 @@ type openPart struct {
 	n  int64 // plaintext in it so far
 	// stream mode
 	bw oci.BlobWriter
-	// file mode: a growing upload (bw, with the descriptor from desc), or
-	// the file alone
-	growing bool
-	desc    chan ocispec.Descriptor
-	f       *os.File
-	hw      *oci.HashWriter
-	aw      *pipe.AsyncWriter
+	// file mode
+	f  *os.File
+	hw *oci.HashWriter
+	aw *pipe.AsyncWriter
 }
 
 // partsWriter writes a layer as parts of size plaintext bytes. It is the
@@ -71,17 +68,10 @@ type openPart struct {
 //
 // In stream mode (file == nil) each part is a blob of w, written as it is
 // produced and committed before the next begins. In file mode each part is
-// written to the file file(i) names, hashed on the way. When fewer than
-// partUploads uploads run as the part begins, it is uploaded as it grows
-// (oci.BlobOptions.SpoolFile): the registry takes its first bytes while the
-// rest is produced, so that the push does not wait for a whole part before
-// its first upload, nor for the last part's whole upload after the
-// producer's end (issue 39: in a timeline of a 1 GiB push the uploads
-// started 0.4 s after the producer and ran 2 s past its end). Otherwise the
-// part is queued once whole, and uploaded from its file when an upload
-// ends. Either way at most partUploads uploads run at a time, and the
-// producer never waits for the network. keep leaves the files for the spool
-// (resume); otherwise each is removed once uploaded.
+// written to the file file(i) names, hashed on the way, and once whole it is
+// queued for upload: up to partUploads parts are uploaded at a time while
+// the next ones are produced. keep leaves the files for the spool (resume);
+// otherwise each is removed once uploaded.
 type partsWriter struct {
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -99,7 +89,6 @@ type partsWriter struct {
 	raw        int64
 	fileBufs   [][]byte // the last file part's buffers, for the next
 	queue      chan *partState
-	slots      chan struct{} // one per running upload (file mode)
 	wg         sync.WaitGroup
 	mu         sync.Mutex // guards uploadErr and the parts' sent and err
 	uploadErr  error      // the first failed upload (file mode)
@@ -119,7 +108,6 @@ func newPartsWriter(ctx context.Context, w oci.Writer, mediaType string, recipie
 			return nil, errors.New("parts in files need a registry target")
 		}
 		pw.rw = rw
-		pw.slots = make(chan struct{}, partUploads)
 	}
 	pw.ctx, pw.cancel = context.WithCancel(ctx)
 	lw, err := codec.NewLayerEncoder(recipients, LayerFiles.zstdLevel())
@@ -185,9 +173,7 @@ func (w *partsWriter) open() error {
 	}
 	op := &openPart{st: &partState{}}
 	var dst io.Writer
-	if w.file != nil && w.tryGrow(op, i) {
-		dst = op.bw
-	} else if w.file != nil {
+	if w.file != nil {
 		op.st.file = w.file(i)
 		f, err := os.OpenFile(op.st.file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
@@ -218,85 +204,13 @@ func (w *partsWriter) open() error {
 	return nil
 }
 
-// tryGrow opens part i as an upload that runs as the part grows, when an
-// upload slot is free and the registry opens the upload; else the part goes
-// to its file alone (false).
-func (w *partsWriter) tryGrow(op *openPart, i int) bool {
-	select {
-	case w.slots <- struct{}{}:
-	default:
-		return false
-	}
-	file := w.file(i)
-	desc := make(chan ocispec.Descriptor, 1)
-	bw, err := w.w.NewBlob(w.ctx, w.mediaType, oci.BlobOptions{SpoolFile: file, OnUpload: w.onUpload,
-		OnComplete: func(d ocispec.Descriptor) { desc <- d }})
-	if err != nil {
-		// Unreachable or refused now: the part goes to its file, and its
-		// queued upload reports what the registry says then.
-		<-w.slots
-		return false
-	}
-	op.st.file, op.bw, op.growing, op.desc = file, bw, true, desc
-	return true
-}
-
-// endGrowing completes a part uploaded as it grew: its file is whole (its
-// descriptor known) when this returns; the upload's end is waited for in a
-// goroutine, and by wait.
-func (w *partsWriter) endGrowing(op *openPart, encErr error) error {
-	if encErr != nil {
-		op.bw.Abort()
-		<-w.slots
-		return encErr
-	}
-	done := make(chan error, 1)
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		_, err := op.bw.Commit()
-		<-w.slots
-		if !w.keep {
-			_ = os.Remove(op.st.file)
-		}
-		w.setResult(op.st, 0, err)
-		done <- err
-	}()
-	select {
-	case op.st.desc = <-op.desc:
-		return nil
-	case err := <-done:
-		// The file did not complete (a failed spool write): there is no
-		// blob to record.
-		select {
-		case op.st.desc = <-op.desc:
-			return nil
-		default:
-		}
-		return err
-	}
-}
-
-// setResult records an upload's outcome.
-func (w *partsWriter) setResult(st *partState, sent int64, err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	st.sent, st.err = sent, err
-	if err != nil && w.uploadErr == nil {
-		w.uploadErr = err
-	}
-}
-
-// endPart completes the open part: committed (stream mode), or its file
-// whole and its upload running or queued (file mode).
+// endPart completes the open part: committed (stream mode) or queued for
+// upload (file mode).
 func (w *partsWriter) endPart() error {
 	op := w.cur
 	w.cur = nil
 	op.st.plain = op.n
 	err := w.lw.End()
-	if op.growing {
-		return w.endGrowing(op, err)
-	}
 	if op.bw != nil {
 		if err != nil {
 			op.bw.Abort()
@@ -337,18 +251,25 @@ func (w *partsWriter) enqueue(st *partState) {
 func (w *partsWriter) uploader() {
 	defer w.wg.Done()
 	for st := range w.queue {
-		select {
-		case w.slots <- struct{}{}:
-		case <-w.ctx.Done():
-			w.setResult(st, 0, w.ctx.Err())
+		if err := w.ctx.Err(); err != nil {
+			w.setResult(st, 0, err)
 			continue
 		}
 		sent, err := w.rw.PushFile(w.ctx, st.desc, st.file, nil, w.onUpload)
-		<-w.slots
 		if !w.keep {
 			_ = os.Remove(st.file)
 		}
 		w.setResult(st, sent, err)
+	}
+}
+
+// setResult records an upload's outcome (records() may read it meanwhile).
+func (w *partsWriter) setResult(st *partState, sent int64, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st.sent, st.err = sent, err
+	if err != nil && w.uploadErr == nil {
+		w.uploadErr = err
 	}
 }
 
@@ -393,9 +314,9 @@ func (w *partsWriter) cause(err error) error {
 func (w *partsWriter) wait() error {
 	if w.queue != nil {
 		close(w.queue)
+		w.wg.Wait()
+		w.queue = nil
 	}
-	w.wg.Wait() // the uploaders, and the uploads of parts that grew
-	w.queue = nil
 	w.cancel()
 	for _, st := range w.parts {
 		if st.err != nil {
@@ -420,9 +341,6 @@ func (w *partsWriter) abort() {
 		w.cur = nil
 		if op.bw != nil {
 			op.bw.Abort()
-			if op.growing {
-				<-w.slots
-			}
 		} else {
 			_ = op.aw.Close()
 			_ = op.f.Close()
