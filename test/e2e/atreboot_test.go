@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-assisted/kubectl-assisted/restore/atreboot"
-	"github.com/kubectl-assisted/kubectl-assisted/restore/auth"
 	"github.com/kubectl-assisted/kubectl-assisted/restore/journal"
 	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
@@ -216,19 +215,7 @@ func (s *atRebootSites) checkArrived(t *testing.T, want before, digest string) {
 	ctx := context.Background()
 	compareMigrated(t, want.rows, want.tree, tableDigests(t, s.targetDB.URL), treeOf(t, s.targetData))
 	dyn := s.kube.Dynamic(t)
-	cd, err := dyn.Resource(schema.GroupVersionResource{Group: "hive.openshift.io", Version: "v1", Resource: "clusterdeployments"}).
-		Namespace(s.crNS).Get(ctx, "compact", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("ClusterDeployment on cluster 0: %v", err)
-	}
-	if keep, _, _ := unstructuredBool(cd.Object, "spec", "preserveOnDelete"); !keep {
-		t.Errorf("cluster 0's ClusterDeployment lacks preserveOnDelete")
-	}
-	agents, err := dyn.Resource(schema.GroupVersionResource{Group: "agent-install.openshift.io", Version: "v1beta1", Resource: "agents"}).
-		Namespace(s.crNS).List(ctx, metav1.ListOptions{})
-	if err != nil || len(agents.Items) != len(s.scenario.Hosts) {
-		t.Fatalf("agents on cluster 0: %v, %d (want %d)", err, len(agents.Items), len(s.scenario.Hosts))
-	}
+	checkMigratedObjects(t, s.kube, s.crNS, len(s.scenario.Hosts))
 	if r := s.plugin.Run(t, "wait-for", "restore-complete", "--kubeconfig", s.hostKubeconfig, "-n", s.ns, "--bundle", digest, "--timeout", "10s"); r.ExitCode != 0 {
 		t.Fatalf("wait-for the pushed digest:\n%s", r.Combined())
 	}
@@ -243,19 +230,7 @@ func (s *atRebootSites) checkArrived(t *testing.T, want before, digest string) {
 	case !s.asc && err != nil && !apierrors.IsNotFound(err):
 		t.Errorf("AgentServiceConfig: %v", err)
 	}
-	cs := s.kube.Clientset(t)
-	cm, _ := cs.CoreV1().ConfigMaps(s.ctrlNS).Get(ctx, "assisted-installer-controller-config", metav1.GetOptions{})
-	if cm.Data["inventory-url"] != s.serviceURL {
-		t.Errorf("controller inventory-url = %q", cm.Data["inventory-url"])
-	}
-	sec, _ := cs.CoreV1().Secrets(s.ctrlNS).Get(ctx, "assisted-installer-controller-secret", metav1.GetOptions{})
-	local, err := cs.CoreV1().Secrets(s.ns).Get(ctx, "assisted-servicelocal-auth", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("local auth Secret: %v", err)
-	}
-	if claims, err := auth.VerifyToken(local.Data["ec-public-key.pem"], string(sec.Data["pull-secret-token"]), time.Now()); err != nil || claims["cluster_id"] != s.clusterID {
-		t.Errorf("controller token: claims %v, %v; want cluster_id %s", claims, err, s.clusterID)
-	}
+	checkControllerFollows(t, s.kube, s.ns, s.ctrlNS, s.serviceURL, s.clusterID)
 }
 
 // watchReceipt records when a receipt ConfigMap first appears in ns.

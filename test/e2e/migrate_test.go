@@ -302,19 +302,7 @@ func (s *migrateSites) checkCluster0(t *testing.T, digest string, keys map[strin
 	t.Helper()
 	ctx := context.Background()
 	dyn := s.kube.Dynamic(t)
-	cd, err := dyn.Resource(schema.GroupVersionResource{Group: "hive.openshift.io", Version: "v1", Resource: "clusterdeployments"}).
-		Namespace(s.crNS).Get(ctx, "compact", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("ClusterDeployment on cluster 0: %v", err)
-	}
-	if keep, _, _ := unstructuredBool(cd.Object, "spec", "preserveOnDelete"); !keep {
-		t.Errorf("cluster 0's ClusterDeployment lacks preserveOnDelete")
-	}
-	agents, err := dyn.Resource(schema.GroupVersionResource{Group: "agent-install.openshift.io", Version: "v1beta1", Resource: "agents"}).
-		Namespace(s.crNS).List(ctx, metav1.ListOptions{})
-	if err != nil || len(agents.Items) != len(s.scenario.Hosts) {
-		t.Fatalf("agents on cluster 0: %v, %d (want %d)", err, len(agents.Items), len(s.scenario.Hosts))
-	}
+	checkMigratedObjects(t, s.kube, s.crNS, len(s.scenario.Hosts))
 	if keys == nil {
 		conn := s.targetDB.Connect(t)
 		var err error
@@ -343,22 +331,53 @@ func (s *migrateSites) checkCluster0(t *testing.T, digest string, keys map[strin
 	}
 
 	// The controller follows the service, with a token cluster 0's key signed.
+	checkControllerFollows(t, s.kube, s.ns, s.ctrlNS, s.serviceURL, s.clusterID)
 	cs := s.kube.Clientset(t)
-	cm, _ := cs.CoreV1().ConfigMaps(s.ctrlNS).Get(ctx, "assisted-installer-controller-config", metav1.GetOptions{})
-	if cm.Data["inventory-url"] != s.serviceURL {
+	if _, err := cs.CoreV1().Pods(s.ctrlNS).Get(ctx, "assisted-installer-controller-x1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("controller pod not restarted: %v", err)
+	}
+}
+
+// checkMigratedObjects asserts cluster 0's objects after a migration: the
+// ClusterDeployment kept on delete, one Agent per host of the scenario.
+func checkMigratedObjects(t *testing.T, k *harness.Kube, crNS string, hosts int) {
+	t.Helper()
+	ctx := context.Background()
+	dyn := k.Dynamic(t)
+	cd, err := dyn.Resource(schema.GroupVersionResource{Group: "hive.openshift.io", Version: "v1", Resource: "clusterdeployments"}).
+		Namespace(crNS).Get(ctx, "compact", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("ClusterDeployment on cluster 0: %v", err)
+	}
+	if keep, _, _ := unstructuredBool(cd.Object, "spec", "preserveOnDelete"); !keep {
+		t.Errorf("cluster 0's ClusterDeployment lacks preserveOnDelete")
+	}
+	agents, err := dyn.Resource(schema.GroupVersionResource{Group: "agent-install.openshift.io", Version: "v1beta1", Resource: "agents"}).
+		Namespace(crNS).List(ctx, metav1.ListOptions{})
+	if err != nil || len(agents.Items) != hosts {
+		t.Fatalf("agents on cluster 0: %v, %d (want %d)", err, len(agents.Items), hosts)
+	}
+}
+
+// checkControllerFollows asserts the switchover: the installer controller's
+// inventory URL is cluster 0's service, and its token verifies with cluster
+// 0's local-auth key (in ns) for clusterID.
+func checkControllerFollows(t *testing.T, k *harness.Kube, ns, ctrlNS, serviceURL, clusterID string) {
+	t.Helper()
+	ctx := context.Background()
+	cs := k.Clientset(t)
+	cm, _ := cs.CoreV1().ConfigMaps(ctrlNS).Get(ctx, "assisted-installer-controller-config", metav1.GetOptions{})
+	if cm.Data["inventory-url"] != serviceURL {
 		t.Errorf("controller inventory-url = %q", cm.Data["inventory-url"])
 	}
-	sec, _ := cs.CoreV1().Secrets(s.ctrlNS).Get(ctx, "assisted-installer-controller-secret", metav1.GetOptions{})
-	local, err := cs.CoreV1().Secrets(s.ns).Get(ctx, "assisted-servicelocal-auth", metav1.GetOptions{})
+	sec, _ := cs.CoreV1().Secrets(ctrlNS).Get(ctx, "assisted-installer-controller-secret", metav1.GetOptions{})
+	local, err := cs.CoreV1().Secrets(ns).Get(ctx, "assisted-servicelocal-auth", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("local auth Secret: %v", err)
 	}
 	claims, err := auth.VerifyToken(local.Data["ec-public-key.pem"], string(sec.Data["pull-secret-token"]), time.Now())
-	if err != nil || claims["cluster_id"] != s.clusterID {
-		t.Errorf("controller token: claims %v, %v; want cluster_id %s", claims, err, s.clusterID)
-	}
-	if _, err := cs.CoreV1().Pods(s.ctrlNS).Get(ctx, "assisted-installer-controller-x1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("controller pod not restarted: %v", err)
+	if err != nil || claims["cluster_id"] != clusterID {
+		t.Errorf("controller token: claims %v, %v; want cluster_id %s", claims, err, clusterID)
 	}
 }
 
