@@ -248,6 +248,10 @@ func benchPGData(b *bench, srv *harness.Server, admin *harness.Database, engine,
 		readback.add(m, true)
 		src.Exec(b, "DROP DATABASE "+target.Name+" WITH (FORCE)")
 	}
+	binRun, err := benchPGBinary(b, srv, src, dir)
+	if err != nil {
+		return fmt.Errorf("through the binary: %w", err)
+	}
 	fcSize := fileSize(b, fcFile)
 	var ourSize int64
 	if len(ourDump.res) > 0 {
@@ -275,6 +279,7 @@ func benchPGData(b *bench, srv *harness.Server, admin *harness.Database, engine,
 			b.goal(s.what+" "+mib(s.ours.maxRSS()), s.ours.maxRSS() < maxRSSGoal))
 	}
 	fmt.Printf("%-24s %-10s %-40s\n", "", "", mib(jRestore.maxRSS())+" (pg_restore -j 2), "+mib(fdDump.maxRSS())+" (pg_dump -Fd -j 2)")
+	binRun.report(b, ourDump, ourRestore)
 	if *pgReadback {
 		fmt.Printf("%-24s %-10s %-40s %-6.2f (readback is automatic only across majors)\n", "restore, readback", secs(readback.median()),
 			secs(oneRestore.median())+" ("+oneRestore.name+")", readback.median().Seconds()/oneRestore.median().Seconds())
