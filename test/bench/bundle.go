@@ -19,8 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"filippo.io/age"
-
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
 )
 
@@ -107,15 +105,11 @@ func benchBundle(b *bench) error {
 	defer os.RemoveAll(work)
 	// Our spool (the default for an encrypted registry push) goes under work.
 	ourEnv := []string{"XDG_CACHE_HOME=" + filepath.Join(work, "cache")}
-	id, err := age.GenerateX25519Identity()
+	keyFile := filepath.Join(work, "key.txt")
+	recipient, err := newAgeKey(keyFile)
 	if err != nil {
 		return err
 	}
-	keyFile := filepath.Join(work, "key.txt")
-	if err := os.WriteFile(keyFile, []byte(id.String()+"\n"), 0o600); err != nil {
-		return err
-	}
-	recipient := id.Recipient().String()
 
 	mixes, err := parseMixes(*bundleMixes)
 	if err != nil {

@@ -29,12 +29,9 @@ func benchPGBinary(b *bench, srv *harness.Server, src *harness.Database, dir str
 	if bin == "" {
 		return nil, nil
 	}
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		return nil, err
-	}
 	key := filepath.Join(dir, "bin-key.txt")
-	if err := os.WriteFile(key, []byte(id.String()+"\n"), 0o600); err != nil {
+	recipient, err := newAgeKey(key)
+	if err != nil {
 		return nil, err
 	}
 	layout := filepath.Join(dir, "bin-layout")
@@ -42,7 +39,7 @@ func benchPGBinary(b *bench, srv *harness.Server, src *harness.Database, dir str
 	ref := "oci:" + layout + ":v1"
 	var r binaryRun
 	if r.create, err = runSynced(bin, "bundle", "create", "--to", ref, "--db", src.URL, "--data-dir", "",
-		"--recipient", id.Recipient().String(), "--no-progress", "-o", "json"); err != nil {
+		"--recipient", recipient, "--no-progress", "-o", "json"); err != nil {
 		return nil, err
 	}
 	r.layerBytes = layerBytes(r.create.stdout)
@@ -75,4 +72,17 @@ func (r *binaryRun) report(b *bench, engineDump, engineRestore *series) {
 			b.goal("peak RSS "+s.what+" "+mib(s.m.maxRSS), s.m.maxRSS < maxRSSGoal))
 	}
 	fmt.Printf("%-24s %s (encrypted database layer)\n", "", mib(r.layerBytes))
+}
+
+// newAgeKey writes a new age identity to path (0600) and returns its
+// recipient.
+func newAgeKey(path string) (string, error) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, []byte(id.String()+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return id.Recipient().String(), nil
 }
