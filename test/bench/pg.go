@@ -124,11 +124,7 @@ func syncDisks() { _ = exec.Command("sync").Run() }
 // wide data (assisted.WideBench: hosts as wide as real ones), whose rows are
 // where the memory of a restore and the size of a dump were found lacking.
 func benchPG(b *bench) error {
-	srv := harness.StartPostgres(b)
-	admin := srv.NewDatabase(b)
-	quietServer(b, admin)
-	dir := b.TempDir()
-	engine, err := buildEngine(dir)
+	srv, admin, dir, engine, err := startPGBench(b)
 	if err != nil {
 		return err
 	}
@@ -296,6 +292,19 @@ func benchPGData(b *bench, srv *harness.Server, admin *harness.Database, engine,
 	return nil
 }
 
+// startPGBench starts the pg benchmarks' own server (autovacuum off, see
+// quietServer) with a database to administer it from, and builds the
+// engine into a temporary directory, which it returns for the benchmark's
+// files.
+func startPGBench(b *bench) (srv *harness.Server, admin *harness.Database, dir, engine string, err error) {
+	srv = harness.StartPostgres(b)
+	admin = srv.NewDatabase(b)
+	quietServer(b, admin)
+	dir = b.TempDir()
+	engine, err = buildEngine(dir)
+	return srv, admin, dir, engine, err
+}
+
 // alternate runs the steps of a round, in reverse order every other round.
 // quietServer turns autovacuum off on the bench's private server: a table
 // that pg_restore loaded is vacuumed and analyzed by autovacuum within a
@@ -370,11 +379,7 @@ func benchPGScale(b *bench) error {
 		}
 		targets = append(targets, v)
 	}
-	srv := harness.StartPostgres(b)
-	admin := srv.NewDatabase(b)
-	quietServer(b, admin)
-	dir := b.TempDir()
-	engine, err := buildEngine(dir)
+	srv, admin, dir, engine, err := startPGBench(b)
 	if err != nil {
 		return err
 	}
