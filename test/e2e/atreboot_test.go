@@ -409,6 +409,13 @@ func TestAtReboot_ClusterUnreachableRecordThenFinishElsewhere(t *testing.T) {
 		t.Fatalf("journal of the hold:\n%s", s.node.JournalText(t, "-u", atreboot.HoldUnit))
 	}
 	t.Logf("cluster 0 unreachable: the hold held the reboot %s, then let it go on:\n%s", held.Round(time.Millisecond), s.node.JournalText(t, "-u", atreboot.HoldUnit, "-n", "25"))
+	// The finish below restores node 0's files from the capture; without it
+	// the bundle has no files layer. (Seen once in a loaded CI run, with no
+	// capture in the hold's journal: this shows why if it recurs.)
+	if index(j, atreboot.CaptureUnit, "copied "+harness.Node0DataDir) < 0 {
+		t.Fatalf("the capture unit did not copy %s before assisted-service stopped; its journal:\n%s\nnode 0's journal:\n%s",
+			harness.Node0DataDir, s.node.JournalText(t, "-u", atreboot.CaptureUnit), s.node.JournalText(t, "-n", "200"))
+	}
 
 	// The record, on node 0's disk.
 	records, _ := filepath.Glob(s.node.Path(arStateDir + "/*/" + atreboot.RecordFile))
