@@ -35,11 +35,12 @@ func (b *Bundle) openLayer(ctx context.Context, l Layer) (io.ReadCloser, error) 
 	if l.Encrypted && len(b.identities) == 0 {
 		return nil, &DecryptError{Layer: l.Kind, Err: ErrNoIdentity}
 	}
-	if len(l.Parts) > 1 {
+	if len(l.Parts) > 1 || (len(l.Parts) == 1 && l.Kind == LayerFiles) {
 		id := "pull " + string(l.Kind)
 		b.progress.Start(id, id, l.Size())
-		pr := &partsReader{ctx: ctx, b: b, l: l, id: id}
+		pr := &partsReader{ctx: ctx, b: b, l: l, id: id, seq: oci.FetchSequence(ctx, b.src, l.Parts)}
 		if err := pr.next(nil); err != nil {
+			pr.seq.Close()
 			b.progress.Done(id, err)
 			return nil, err
 		}
@@ -97,22 +98,32 @@ func (b *Bundle) fetchPart(ctx context.Context, l Layer) (io.ReadCloser, error) 
 	if err != nil {
 		return nil, err
 	}
+	return b.countPart(l, rc), nil
+}
+
+// countPart counts what rc reads in l's progress step.
+func (b *Bundle) countPart(l Layer, rc io.ReadCloser) io.ReadCloser {
 	id, p := "pull "+string(l.Kind), b.progress
 	return &struct {
 		pipe.CountingReader
 		io.Closer
-	}{pipe.CountingReader{R: rc, OnRead: func(n int64) { p.Add(id, n) }}, rc}, nil
+	}{pipe.CountingReader{R: rc, OnRead: func(n int64) { p.Add(id, n) }}, rc}
 }
 
 func (b *Bundle) fetchRaw(ctx context.Context, l Layer) (io.ReadCloser, error) {
 	rc, err := b.src.Fetch(ctx, l.Descriptor)
-	if err != nil {
-		if oci.IsNotFound(err) {
-			return nil, &MissingBlobError{Blob: string(l.Kind) + " layer", Digest: l.Descriptor.Digest.String(), Err: err}
-		}
-		return nil, fmt.Errorf("fetch %s layer %s: %w", l.Kind, l.Descriptor.Digest, err)
+	return rc, l.fetchErr(err)
+}
+
+// fetchErr is a failed fetch of l's blob, a missing blob typed.
+func (l Layer) fetchErr(err error) error {
+	if err == nil {
+		return nil
 	}
-	return rc, nil
+	if oci.IsNotFound(err) {
+		return &MissingBlobError{Blob: string(l.Kind) + " layer", Digest: l.Descriptor.Digest.String(), Err: err}
+	}
+	return fmt.Errorf("fetch %s layer %s: %w", l.Kind, l.Descriptor.Digest, err)
 }
 
 // part is the layer of one part, as openBlob reads it.
@@ -123,19 +134,31 @@ func (l Layer) part(i int) Layer {
 
 // partsReader joins the plaintexts of a layer's parts. Each part is read as
 // a layer of its own: it ends with io.EOF only once its blob verified and
-// its age and zstd streams ended cleanly; then the next part is opened.
+// its age and zstd streams ended cleanly; then the next part is opened. The
+// parts' blobs come from one oci.Sequence, which fetches ahead of the reader
+// across the parts' boundaries.
 type partsReader struct {
 	ctx context.Context
 	b   *Bundle
 	l   Layer
 	id  string
+	seq oci.Sequence
 	i   int // the part cur reads
 	cur *layerReader
 	err error
 }
 
+// fetch opens the sequence's next blob, which is l's.
+func (r *partsReader) fetch(_ context.Context, l Layer) (io.ReadCloser, error) {
+	rc, err := r.seq.Next()
+	if err != nil {
+		return nil, l.fetchErr(err)
+	}
+	return r.b.countPart(l, rc), nil
+}
+
 func (r *partsReader) next(reuse *codec.Reuse) error {
-	lr, err := r.b.openBlobWith(r.ctx, r.l.part(r.i), r.b.fetchPart, reuse)
+	lr, err := r.b.openBlobWith(r.ctx, r.l.part(r.i), r.fetch, reuse)
 	if err != nil {
 		return err
 	}
@@ -183,7 +206,8 @@ func (r *partsReader) DrainStored() error {
 		}
 	}
 	for i := r.i + 1; i < len(r.l.Parts); i++ {
-		if err := r.b.verifyPartStored(r.ctx, r.l.part(i)); err != nil {
+		r.i = i
+		if err := r.b.verifyBlobStored(r.ctx, r.l.part(i), r.fetch); err != nil {
 			return err
 		}
 	}
@@ -196,6 +220,7 @@ func (r *partsReader) Close() error {
 		err = r.cur.Close()
 		r.cur = nil
 	}
+	r.seq.Close()
 	var done error
 	if !errors.Is(r.err, io.EOF) {
 		done = r.err

@@ -7,6 +7,8 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/kubectl-assisted/kubectl-assisted/bundle/registry"
 )
 
 // Source is a bundle's storage opened for reading.
@@ -27,11 +29,15 @@ type Source interface {
 func NewSource(ctx context.Context, ref Reference, opts RegistryOptions) (Source, error) {
 	switch ref.Transport {
 	case TransportRegistry:
-		repo, err := newRepository(ref, opts)
+		c, err := registry.New(opts.Registry())
 		if err != nil {
 			return nil, err
 		}
-		return &registrySource{ref: ref, repo: repo}, nil
+		h1, err := c.HTTP1()
+		if err != nil {
+			return nil, err
+		}
+		return &registrySource{ref: ref, repo: c.Repository(ref.Registry, ref.Repository), ranges: h1.Repository(ref.Registry, ref.Repository)}, nil
 	case TransportLayout:
 		return newLayoutDirSource(ref)
 	case TransportArchive:
@@ -43,6 +49,9 @@ func NewSource(ctx context.Context, ref Reference, opts RegistryOptions) (Source
 type registrySource struct {
 	ref  Reference
 	repo *remote.Repository
+	// ranges is repo on connections of their own (HTTP/1.1), for the
+	// ranges of a Sequence.
+	ranges *remote.Repository
 }
 
 func (s *registrySource) Reference() Reference { return s.ref }

@@ -32,6 +32,10 @@ type Options struct {
 	UserAgent string
 }
 
+// maxIdleConnsPerHost is the idle connections kept per registry: more than
+// the uploads or range fetches a pull or push runs at a time.
+const maxIdleConnsPerHost = 8
+
 // MinTLSVersion is the oldest TLS version a registry may speak.
 const MinTLSVersion = tls.VersionTLS12
 
@@ -42,6 +46,9 @@ func Transport(opts Options) (*http.Transport, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = http.ProxyFromEnvironment
 	tr.ResponseHeaderTimeout = 5 * time.Minute
+	// Parts are uploaded, and ranges fetched, several at a time: keep a
+	// connection for each (net/http keeps 2 per host unless told).
+	tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
 	cfg := &tls.Config{MinVersion: MinTLSVersion, InsecureSkipVerify: opts.InsecureSkipTLSVerify} //nolint:gosec // only when the user asks for it
 	if opts.CAFile != "" {
 		pem, err := os.ReadFile(opts.CAFile)
@@ -97,6 +104,28 @@ func NewWithCredentials(opts Options, creds *Credentials) (*Client, error) {
 		c.auth.SetUserAgent(opts.UserAgent)
 	}
 	return c, nil
+}
+
+// HTTP1 returns a client like c whose requests each take a connection of
+// their own (HTTP/1.1, never HTTP/2): ranges of a blob fetched side by side
+// then travel on as many TCP streams, where HTTP/2 would carry them all on
+// one, which a long path limits as it limits one stream. It shares c's
+// credentials and token cache.
+func (c *Client) HTTP1() (*Client, error) {
+	tr, err := Transport(c.opts)
+	if err != nil {
+		return nil, err
+	}
+	tr.ForceAttemptHTTP2 = false
+	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	h := &Client{opts: c.opts, creds: c.creds}
+	h.auth = &auth.Client{
+		Client:     &http.Client{Transport: retry.NewTransport(recordAuth{tr})},
+		Cache:      c.auth.Cache,
+		Credential: c.auth.Credential,
+		Header:     c.auth.Header.Clone(),
+	}
+	return h, nil
 }
 
 // maxReplayBuffer bounds the body Do keeps in memory to resend it after an

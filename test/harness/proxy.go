@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // FaultyProxy is a TCP proxy on loopback in front of a server (a registry)
@@ -13,6 +14,8 @@ import (
 // armed with CutUpAfter or CutDownAfter, it passes that many more bytes in
 // that direction, then drops every connection and refuses new ones (they are
 // accepted and closed at once) until Restore, like a link that went down.
+// DropDownAfter instead drops the connections open at that point and keeps
+// taking new ones, like a reset on the path.
 type FaultyProxy struct {
 	// Addr is HOST:PORT to give clients instead of the server's.
 	Addr   string
@@ -23,6 +26,8 @@ type FaultyProxy struct {
 	up, down int64 // bytes client->server and server->client, all connections
 	cutUp    int64 // cut when up reaches this (0: never)
 	cutDown  int64
+	dropDown int64   // drop the open connections when down reaches this (0: never)
+	rate     float64 // bytes per second per connection, server to client (0: no cap)
 	broken   bool
 	cuts     int
 	conns    map[net.Conn]struct{}
@@ -93,6 +98,8 @@ func (p *FaultyProxy) pipe(dst, src net.Conn, up bool) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
+	var start time.Time
+	var sent float64
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
@@ -101,6 +108,15 @@ func (p *FaultyProxy) pipe(dst, src net.Conn, up bool) {
 				if _, werr := dst.Write(buf[:allowed]); werr != nil {
 					return
 				}
+			}
+			if rate := p.capDown(); rate > 0 && !up {
+				// This connection's bytes so far at rate: wait for the
+				// time they take, starting over after an idle spell.
+				if start.IsZero() || time.Since(start).Seconds() > sent/rate+0.05 {
+					start, sent = time.Now(), 0
+				}
+				sent += float64(allowed)
+				time.Sleep(time.Until(start.Add(time.Duration(sent / rate * float64(time.Second)))))
 			}
 			if cut {
 				p.dropAll()
@@ -132,7 +148,12 @@ func (p *FaultyProxy) account(n int64, up bool) (allowed int64, cut bool) {
 		total, limit = &p.up, p.cutUp
 	}
 	allowed = n
-	if limit > 0 && *total+n >= limit {
+	if !up && p.dropDown > 0 && *total+n >= p.dropDown {
+		allowed = p.dropDown - *total
+		p.cuts++
+		p.dropDown = 0
+		cut = true
+	} else if limit > 0 && *total+n >= limit {
 		allowed = limit - *total
 		p.broken = true
 		p.cuts++
@@ -169,6 +190,29 @@ func (p *FaultyProxy) CutDownAfter(n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cutDown = p.down + n
+}
+
+// DropDownAfter drops every open connection once n more bytes went from the
+// server to clients; new connections are taken as before.
+func (p *FaultyProxy) DropDownAfter(n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropDown = p.down + n
+}
+
+// CapDown limits every connection, server to client, to rate bytes per
+// second, like a long path where one TCP stream gets only so much: several
+// connections together get more.
+func (p *FaultyProxy) CapDown(rate float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rate = rate
+}
+
+func (p *FaultyProxy) capDown() float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rate
 }
 
 // Restore brings the network back.

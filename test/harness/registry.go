@@ -40,6 +40,15 @@ type Registry struct {
 // Ref returns HOST:PORT/repo:tag.
 func (r *Registry) Ref(repo, tag string) string { return r.Host + "/" + repo + ":" + tag }
 
+// Output is what an out-of-process registry printed so far (its access log
+// with DockerRegistryOptions.AccessLog).
+func (r *Registry) Output() string {
+	if r.proc == nil {
+		return ""
+	}
+	return r.proc.Output()
+}
+
 // Stop stops an out-of-process registry (no-op in-process).
 func (r *Registry) Stop() {
 	if r.proc != nil {
@@ -76,6 +85,9 @@ func startOlareg() (*Registry, error) {
 type DockerRegistryOptions struct {
 	TLS  bool
 	Auth bool
+	// AccessLog has the registry log every request (Output returns it):
+	// method, path, status and bytes sent, in the combined log format.
+	AccessLog bool
 	// IP is the address to listen on (127.0.0.1); NodeIP makes it
 	// reachable from the test cluster's pods too.
 	IP string
@@ -96,7 +108,7 @@ func StartDockerRegistry(t testing.TB, opts DockerRegistryOptions) *Registry {
 		ip = "127.0.0.1"
 	}
 	r := &Registry{Host: fmt.Sprintf("%s:%d", ip, FreePort(t)), PlainHTTP: !opts.TLS, Dir: filepath.Join(dir, "storage")}
-	cfg := fmt.Sprintf("version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n", r.Dir, r.Host)
+	cfg := fmt.Sprintf("version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: %t\nstorage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n", !opts.AccessLog, r.Dir, r.Host)
 	var certs *CertPair
 	if opts.TLS {
 		certs = NewCertPair(t, dir)
