@@ -31,6 +31,7 @@ var (
 	bundleRounds   = flag.Int("bundle-rounds", 5, "bundle: rounds (each on a fresh registry, tools in alternating order); medians are kept")
 	bundleRSSSizes = flag.String("bundle-rss-sizes", "100M,512M,2G", "bundle: data sizes for the peak-RSS series")
 	bundleMixes    = flag.String("bundle-compressible", "0.5,0", "bundle: shares of compressible (log-like) data, one push/pull comparison each (comma-separated); the rest is gzip archives of incompressible data, like the logs.tar.gz that dominate a real node 0's /data (0: all of it)")
+	bundleLink     = flag.Bool("bundle-link", true, "bundle: also time both pulls through a slow link (20 ms each way, 125 MB/s and a 4 MiB window per connection)")
 	bundlePipeline = flag.Bool("bundle-pipeline", true, "bundle: also time the reference pipeline (tar|zstd|age then oras push; oras pull then age|zstd|tar)")
 )
 
@@ -70,6 +71,8 @@ const (
 	pushOras     = "push oras"
 	pullOurs     = "pull ours"
 	pullOras     = "pull oras"
+	pullOursLink = "pull ours, slow link"
+	pullOrasLink = "pull oras, slow link"
 	pushPipeEnc  = "push pipeline: tar|zstd|age"
 	pushPipeOras = "push pipeline: oras push"
 	pullPipeOras = "pull pipeline: oras pull"
@@ -193,9 +196,23 @@ func benchBundleMix(b *bench, r mixRun) error {
 			step(pullOurs, work, ourEnv, bin, "bundle", "extract", ours, "--allow-unsigned", "--identity", keyFile, "--dir", out("ours-out"), "--plain-http", "--no-progress", "-o", "json"),
 			step(pullOras, work, nil, oras, "pull", "--plain-http", theirs, "-o", out("oras-out")),
 		}
+		var link *slowLink
+		if *bundleLink {
+			if link, err = startSlowLink(reg.host, 20*time.Millisecond, 125e6, 4<<20); err != nil {
+				reg.stop()
+				return err
+			}
+			via := link.addr() + "/bench/"
+			pull = append(pull,
+				step(pullOursLink, work, ourEnv, bin, "bundle", "extract", via+"ours:v1", "--allow-unsigned", "--identity", keyFile, "--dir", out("ours-out-link"), "--plain-http", "--no-progress", "-o", "json"),
+				step(pullOrasLink, work, nil, oras, "pull", "--plain-http", via+"oras:v1", "-o", out("oras-out-link")))
+		}
 		if round%2 == 1 { // alternate who goes first
 			push[0], push[2] = push[2], push[0]
 			pull[0], pull[1] = pull[1], pull[0]
+			if link != nil {
+				pull[2], pull[3] = pull[3], pull[2]
+			}
 		}
 		steps := append(push, pull...)
 		if *bundlePipeline {
@@ -217,12 +234,18 @@ func benchBundleMix(b *bench, r mixRun) error {
 		}
 		for _, st := range steps {
 			if err := st(); err != nil {
+				if link != nil {
+					link.close()
+				}
 				reg.stop()
 				return err
 			}
 		}
+		if link != nil {
+			link.close()
+		}
 		reg.stop()
-		for _, d := range []string{"ours-out", "oras-out", "pipe-up", "pipe-down", "pipe-out"} {
+		for _, d := range []string{"ours-out", "oras-out", "ours-out-link", "oras-out-link", "pipe-up", "pipe-down", "pipe-out"} {
 			_ = os.RemoveAll(out(d))
 		}
 	}
@@ -232,13 +255,13 @@ func benchBundleMix(b *bench, r mixRun) error {
 	regCPU := func(x sample) time.Duration { return x.regCPU }
 	fmt.Printf("bytes through the registry: ours %s (tar, zstd, age), oras %s (the files as they are)\n", mib(ourBlob), mib(size))
 	fmt.Printf("medians of %d rounds             wall  client CPU  registry CPU\n", *bundleRounds)
-	for _, st := range []string{pushOurs, pushPlain, pushOras, pullOurs, pullOras, pushPipeEnc, pushPipeOras, pullPipeOras, pullPipeDec} {
+	for _, st := range []string{pushOurs, pushPlain, pushOras, pullOurs, pullOras, pullOursLink, pullOrasLink, pushPipeEnc, pushPipeOras, pullPipeOras, pullPipeDec} {
 		if len(s[st]) > 0 {
 			fmt.Printf("  %-28s %7s  %9s  %11s\n", st, secs(s.median(st, wall)), secs(s.median(st, cpu)), secs(s.median(st, regCPU)))
 		}
 	}
 	fmt.Println("rounds (wall s / client CPU s):")
-	for _, st := range []string{pushOurs, pushPlain, pushOras, pullOurs, pullOras} {
+	for _, st := range []string{pushOurs, pushPlain, pushOras, pullOurs, pullOras, pullOursLink, pullOrasLink} {
 		var r []string
 		for _, x := range s[st] {
 			r = append(r, fmt.Sprintf("%.2f/%.2f", x.wall.Seconds(), x.cpu.Seconds()))
@@ -262,6 +285,11 @@ func benchBundleMix(b *bench, r mixRun) error {
 	ratio("push: ours / oras push", s.median(pushOurs, wall), s.median(pushOras, wall), true)
 	ratio("pull: ours / oras pull", s.median(pullOurs, wall), s.median(pullOras, wall), true)
 	ratioGoal("push: --no-encryption / encrypted", s.median(pushPlain, wall), s.median(pushOurs, wall), 1.0)
+	if *bundleLink {
+		ratio("pull over the slow link: ours / oras pull", s.median(pullOursLink, wall), s.median(pullOrasLink, wall), false)
+		fmt.Println("  20 ms each way, 125 MB/s and 4 MiB in flight per connection: oras pulls three")
+		fmt.Println("  blobs at a time; ours turns to ranges once one stream proves slow.")
+	}
 	fmt.Println("  oras moves the files as they are: no tar, no compression, no encryption, and")
 	fmt.Println("  twice the bytes through the registry; ours does all of that and verifies.")
 	if *bundlePipeline {
@@ -269,6 +297,9 @@ func benchBundleMix(b *bench, r mixRun) error {
 		ratio("pull: ours / (oras pull, age|zstd|tar)", s.median(pullOurs, wall), s.median(pullPipeOras, wall)+s.median(pullPipeDec, wall), false)
 		fmt.Println("  the pipeline does the same work with standard tools, one step after the")
 		fmt.Println("  other (oras neither streams nor reads stdin).")
+	}
+	if *bundleLink {
+		fmt.Printf("peak RSS of ours over the slow link: pull %s (reference, no goal)\n", mib(maxRSS(s[pullOursLink])))
 	}
 	fmt.Printf("peak RSS of ours over the rounds: push %s, push --no-encryption %s, pull %s  goal < %s: %s\n", mib(maxRSS(s[pushOurs])), mib(maxRSS(s[pushPlain])), mib(maxRSS(s[pullOurs])),
 		mib(bundleRSSGoal), b.goal(label+"peak RSS over the rounds", max(maxRSS(s[pushOurs]), maxRSS(s[pushPlain]), maxRSS(s[pullOurs])) < bundleRSSGoal))
