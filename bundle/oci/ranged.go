@@ -25,9 +25,9 @@ import (
 // a cap of 125 MB/s per connection, a GiB of parts fetched one after another
 // took 8.9 s where oras, three blobs at a time, took 3.4 s (README,
 // Performance). A Sequence (a layer's parts, read in order) from a registry
-// therefore starts with one GET per blob, as before, and watches it: once
-// probeBytes have come, if they came slower than fastStream and the reader
-// spent most of that time waiting for them, the rest of the sequence is
+// therefore starts with one GET per blob, as before, and watches it: each
+// time probeBytes have come, if they came slower than fastStream and the
+// reader spent most of that time waiting for them, the rest of the sequence is
 // fetched as chunks of rangeChunk bytes, rangeStreams GETs with a Range header
 // at a time, the chunks handed to the reader in order. At most rangeWindow
 // chunks are held at once (outside the Go heap where the system allows),
@@ -50,7 +50,7 @@ var (
 	rangeWindow        = rangeStreams + 1
 	// rangeMin is the least a sequence must hold to be watched for ranges.
 	rangeMin = 2 * rangeChunk
-	// probeBytes is how much of the sequence is read before deciding.
+	// probeBytes is how much of the sequence is judged at a time.
 	probeBytes int64 = 32 << 20
 	// fastStream is the rate (bytes per second) from which one stream is
 	// kept whatever the waits: on loopback one stream brings 0.6-1.5 GB/s.
@@ -90,7 +90,7 @@ func FetchSequence(ctx context.Context, src Source, descs []ocispec.Descriptor) 
 
 // watchedSequence fetches one blob per GET and measures the stream: what
 // came, how long since the first read, and how much of that the reader
-// waited in Read. Once probeBytes came, it decides once: a slow stream the
+// waited in Read. Each time probeBytes came, it decides: a slow stream the
 // reader waits for gives way to a rangedSequence from where the reader is.
 type watchedSequence struct {
 	ctx    context.Context
@@ -101,7 +101,7 @@ type watchedSequence struct {
 
 	cur     *watchedBlob
 	ranged  *rangedSequence
-	decided bool
+	decided bool // turned to ranges
 	turn    bool // ranges from the next blob on (decided at a blob's end)
 	start   time.Time
 	got     int64
@@ -139,16 +139,22 @@ func (s *watchedSequence) Close() error {
 	return nil
 }
 
-// decide is called after each read until it decided: it reports whether
-// to turn to ranges.
+// decide is called after each read until the sequence turned: it judges
+// each probeBytes that came, on their own, and reports whether to turn to
+// ranges. What the reader waits for can change within a layer: compressed
+// text, which keeps it busy, and then archives, which do not.
 func (s *watchedSequence) decide() bool {
 	if s.got < probeBytes {
 		return false
 	}
-	s.decided = true
 	elapsed := time.Since(s.start)
 	rate := float64(s.got) / elapsed.Seconds()
-	return rate < fastStream && s.waited > elapsed/2
+	if rate < fastStream && s.waited > elapsed/2 {
+		s.decided = true
+		return true
+	}
+	s.start, s.got, s.waited = time.Time{}, 0, 0
+	return false
 }
 
 // watchedBlob reads one blob's GET, then, once the sequence turned to

@@ -421,12 +421,21 @@ func (c *countingSource) Fetch(ctx context.Context, d ocispec.Descriptor) (io.Re
 // bytes every 2 ms); withRanges tells whether a Range is served (fast) or
 // ignored (the whole blob, slowly).
 func slowWhole(withRanges bool) func(w http.ResponseWriter, r *http.Request, b []byte) bool {
+	return slowAfter(0, withRanges)
+}
+
+// slowAfter is slowWhole with the first fast bytes of each whole GET sent at once.
+func slowAfter(fast int, withRanges bool) func(w http.ResponseWriter, r *http.Request, b []byte) bool {
 	return func(w http.ResponseWriter, r *http.Request, b []byte) bool {
 		if withRanges && r.Header.Get("Range") != "" {
 			return false
 		}
 		w.Header().Set("Content-Length", fmt.Sprint(len(b)))
-		for off := 0; off < len(b); off += 500 {
+		fast = min(fast, len(b))
+		if _, err := w.Write(b[:fast]); err != nil {
+			return true
+		}
+		for off := fast; off < len(b); off += 500 {
 			if _, err := w.Write(b[off:min(off+500, len(b))]); err != nil {
 				return true
 			}
@@ -509,5 +518,29 @@ func TestFetchSequence_FastStreamStaysWhole(t *testing.T) {
 	}
 	if with, without := s.ranges(); with != 0 || without != 2 {
 		t.Fatalf("%d GETs with a Range and %d without, want 0 and 2: %q", with, without, s.requests)
+	}
+}
+
+// A stream fast at first and slow later turns to ranges later: each
+// probeBytes are judged on their own.
+func TestFetchSequence_TurnsWhenTheStreamSlowsDown(t *testing.T) {
+	smallRanges(t, 1000, 3)
+	blob := randomBlob(t, 40000)
+	s, srv, descs := newBlobServer(t, blob)
+	s.serve = slowAfter(20000, true)
+	seq := FetchSequence(context.Background(), testSource(srv), descs)
+	defer seq.Close()
+	got, err := readAll(seq, 1)
+	if err != nil || !bytes.Equal(got[0], blob) {
+		t.Fatalf("%v", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var from, to int
+	if len(s.requests) < 2 || s.requests[0] != "" {
+		t.Fatalf("requests %q: want the whole GET first", s.requests)
+	}
+	if _, err := fmt.Sscanf(s.requests[1], "bytes=%d-%d", &from, &to); err != nil || from < 20000 {
+		t.Fatalf("requests %q: want ranges only once the stream slowed down (from 20000 bytes on)", s.requests)
 	}
 }
