@@ -46,7 +46,7 @@ import (
 // reader wraps each blob in its digest check as before.
 var (
 	rangeChunk   int64 = 4 << 20
-	rangeStreams       = 6
+	rangeStreams       = 8
 	rangeWindow        = rangeStreams + 1
 	// rangeMin is the least a sequence must hold to be watched for ranges.
 	rangeMin = 2 * rangeChunk
