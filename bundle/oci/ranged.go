@@ -322,11 +322,7 @@ func newRangedSequence(ctx context.Context, repo *remote.Repository, descs []oci
 // blob). A whole blob must be answered with 200, a range with 200 or 206.
 func getBlob(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor, off, n int64) (*http.Response, error) {
 	ctx = auth.AppendRepositoryScope(ctx, registry.Reference{Registry: repo.Reference.Registry, Repository: repo.Reference.Repository}, auth.ActionPull)
-	scheme := "https"
-	if repo.PlainHTTP {
-		scheme = "http"
-	}
-	u := scheme + "://" + repo.Reference.Registry + "/v2/" + repo.Reference.Repository + "/blobs/" + desc.Digest.String()
+	u := registryURL(repo) + "/v2/" + repo.Reference.Repository + "/blobs/" + desc.Digest.String()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err

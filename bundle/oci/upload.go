@@ -73,12 +73,14 @@ func newUploader(ctx context.Context, repo *remote.Repository) *uploader {
 	return &uploader{repo: repo, ctx: ctx}
 }
 
-func (u *uploader) base() string {
-	scheme := "https"
-	if u.repo.PlainHTTP {
-		scheme = "http"
+func (u *uploader) base() string { return registryURL(u.repo) }
+
+// registryURL is the scheme and host of repo's registry.
+func registryURL(repo *remote.Repository) string {
+	if repo.PlainHTTP {
+		return "http://" + repo.Reference.Registry
 	}
-	return scheme + "://" + u.repo.Reference.Registry
+	return "https://" + repo.Reference.Registry
 }
 
 // start opens a new session (POST).

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"encoding/base64"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -55,11 +53,7 @@ func TestBundle_ExtractTurnsToRangesOnASlowLink(t *testing.T) {
 	viaProxy := *reg
 	viaProxy.Host = proxy.Addr
 	viaProxy.AuthFile = filepath.Join(t.TempDir(), "auth.json")
-	cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{proxy.Addr: map[string]string{
-		"auth": base64.StdEncoding.EncodeToString([]byte(reg.Username + ":" + reg.Password))}}})
-	if err := os.WriteFile(viaProxy.AuthFile, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	harness.WriteAuthFile(t, viaProxy.AuthFile, proxy.Addr, reg.Username, reg.Password)
 	extract := func(dir string) {
 		t.Helper()
 		p.MustRun(t, append([]string{"bundle", "extract", viaProxy.Ref("assisted/node0", "v1"), "--signer", signerFile(t), "--identity", key, "--dir", dir}, registryArgs(&viaProxy)...)...)

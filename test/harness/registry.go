@@ -127,7 +127,7 @@ func StartDockerRegistry(t testing.TB, opts DockerRegistryOptions) *Registry {
 		}
 		cfg += fmt.Sprintf("auth:\n  htpasswd:\n    realm: kat\n    path: %s\n", htpasswd)
 		r.AuthFile = filepath.Join(dir, "auth.json")
-		writeAuthFile(t, r.AuthFile, r.Host, r.Username, r.Password)
+		WriteAuthFile(t, r.AuthFile, r.Host, r.Username, r.Password)
 	}
 	cfgPath := filepath.Join(dir, "config.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
@@ -167,8 +167,8 @@ func StartDockerRegistry(t testing.TB, opts DockerRegistryOptions) *Registry {
 	return r
 }
 
-// writeAuthFile writes a docker/podman auth file with one registry's credentials.
-func writeAuthFile(t testing.TB, path, host, user, pass string) {
+// WriteAuthFile writes a docker/podman auth file with one registry's credentials.
+func WriteAuthFile(t testing.TB, path, host, user, pass string) {
 	t.Helper()
 	cfg := map[string]any{"auths": map[string]any{
 		host: map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))},
