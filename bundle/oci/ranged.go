@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -130,8 +131,8 @@ func (s *watchedSequence) Next() (io.ReadCloser, error) {
 }
 
 func (s *watchedSequence) Close() error {
-	if s.cur != nil && s.cur.body != nil {
-		s.cur.body.Close()
+	if s.cur != nil {
+		s.cur.Close()
 	}
 	if s.ranged != nil {
 		return s.ranged.Close()
@@ -158,20 +159,28 @@ func (s *watchedSequence) decide() bool {
 }
 
 // watchedBlob reads one blob's GET, then, once the sequence turned to
-// ranges, the rest of the blob from the ranged sequence.
+// ranges, the rest of the blob from the ranged sequence. Close may run while
+// a Read waits in another goroutine (the layer reader stops its fetch stage
+// so): it ends that Read, as closing an HTTP body does.
 type watchedBlob struct {
 	s    *watchedSequence
 	blob int
 	pos  int64
-	body io.ReadCloser // the GET; nil once ranged took over
-	rest io.ReadCloser // the rest from the ranged sequence
+
+	mu     sync.Mutex
+	body   io.ReadCloser // the GET; nil once ranges took over, or closed
+	rest   io.ReadCloser // the rest from the ranged sequence
+	closed bool
 }
 
 func (r *watchedBlob) Read(p []byte) (int, error) {
-	if r.rest != nil {
-		return r.rest.Read(p)
+	r.mu.Lock()
+	body, rest, closed := r.body, r.rest, r.closed
+	r.mu.Unlock()
+	if rest != nil {
+		return rest.Read(p)
 	}
-	if r.body == nil {
+	if closed || body == nil {
 		return 0, errors.New("read of a closed blob")
 	}
 	s := r.s
@@ -179,7 +188,7 @@ func (r *watchedBlob) Read(p []byte) (int, error) {
 	if s.start.IsZero() {
 		s.start = t
 	}
-	n, err := r.body.Read(p)
+	n, err := body.Read(p)
 	s.waited += time.Since(t)
 	s.got += int64(n)
 	r.pos += int64(n)
@@ -188,29 +197,36 @@ func (r *watchedBlob) Read(p []byte) (int, error) {
 	}
 	if r.pos == s.descs[r.blob].Size {
 		s.turn = true // the blobs after this one, in ranges
-	} else {
-		// The rest of this blob and the blobs after it, in ranges; what
-		// the GET brought with this read is returned first.
-		r.body.Close()
-		r.body = nil
-		s.ranged = newRangedSequence(s.ctx, s.ranges, s.descs, r.blob, r.pos)
-		rest, rerr := s.ranged.Next()
-		if rerr != nil {
-			return n, rerr
-		}
-		r.rest, err = rest, nil
+		return n, err
 	}
-	return n, err
+	// The rest of this blob and the blobs after it, in ranges; what the GET
+	// brought with this read is returned first.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return n, err
+	}
+	body.Close()
+	r.body = nil
+	s.ranged = newRangedSequence(s.ctx, s.ranges, s.descs, r.blob, r.pos)
+	rest, rerr := s.ranged.Next()
+	if rerr != nil {
+		return n, rerr
+	}
+	r.rest = rest
+	return n, nil
 }
 
 func (r *watchedBlob) Close() error {
-	if r.rest != nil {
-		return r.rest.Close()
+	r.mu.Lock()
+	body, rest := r.body, r.rest
+	r.body, r.closed = nil, true
+	r.mu.Unlock()
+	if rest != nil {
+		return rest.Close()
 	}
-	if r.body != nil {
-		err := r.body.Close()
-		r.body = nil
-		return err
+	if body != nil {
+		return body.Close()
 	}
 	return nil
 }
@@ -372,6 +388,7 @@ func (s *rangedSequence) Next() (io.ReadCloser, error) {
 		return resp.Body, nil
 	}
 	s.cur = &rangedBlob{s: s, j: s.first[i], end: s.first[i+1]}
+	s.cur.atEnd.Store(s.cur.j == s.cur.end)
 	return s.cur, nil
 }
 
@@ -534,11 +551,14 @@ type rangedBlob struct {
 	s      *rangedSequence
 	j, end int
 	pos    int64 // read of chunks[j]
-	done   bool
+	// closed and atEnd are also read by Close, which may run while a Read
+	// waits in another goroutine.
+	closed atomic.Bool
+	atEnd  atomic.Bool // read to its end
 }
 
 func (r *rangedBlob) Read(p []byte) (int, error) {
-	if r.done {
+	if r.closed.Load() {
 		return 0, errors.New("read of a closed blob")
 	}
 	if r.j == r.end {
@@ -555,14 +575,19 @@ func (r *rangedBlob) Read(p []byte) (int, error) {
 		r.s.free <- c.buf
 		c.buf = nil
 		r.j, r.pos = r.j+1, 0
+		r.atEnd.Store(r.j == r.end)
 	}
 	return n, nil
 }
 
-// Close ends the blob; chunks of it not read are skipped when the next blob
-// is opened.
+// Close ends the blob. A blob closed before its end stops the sequence: a
+// Read waiting for a chunk (in another goroutine) returns, as one of an
+// HTTP body does when the body is closed; the sequence's later blobs fail.
 func (r *rangedBlob) Close() error {
-	r.done = true
+	r.closed.Store(true)
+	if !r.atEnd.Load() {
+		r.s.cancel()
+	}
 	return nil
 }
 

@@ -544,3 +544,83 @@ func TestFetchSequence_TurnsWhenTheStreamSlowsDown(t *testing.T) {
 		t.Fatalf("requests %q: want ranges only once the stream slowed down (from 20000 bytes on)", s.requests)
 	}
 }
+
+// Closing a blob before its end ends a Read waiting for a chunk, as closing
+// an HTTP body does: the layer's reader stops its fetch goroutine this way.
+func TestRangedSequence_CloseEndsAWaitingRead(t *testing.T) {
+	smallRanges(t, 1000, 2)
+	blob := randomBlob(t, 5000)
+	s, srv, descs := newBlobServer(t, blob)
+	stall := make(chan struct{})
+	defer close(stall)
+	s.serve = func(w http.ResponseWriter, r *http.Request, b []byte) bool {
+		if r.Header.Get("Range") != "bytes=0-999" {
+			select {
+			case <-stall:
+			case <-r.Context().Done():
+			}
+		}
+		return false
+	}
+	seq := newRangedSequence(context.Background(), testSource(srv).repo, descs, 0, 0)
+	defer seq.Close()
+	rc, err := seq.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(rc)
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	rc.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a read of a blob closed before its end returned all of it")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read still waits 10 s after the blob was closed")
+	}
+}
+
+// The same for a blob still on its one GET.
+func TestFetchSequence_CloseEndsAWaitingRead(t *testing.T) {
+	smallRanges(t, 1000, 2)
+	blob := randomBlob(t, 5000)
+	s, srv, descs := newBlobServer(t, blob)
+	stall := make(chan struct{})
+	defer close(stall)
+	s.serve = func(w http.ResponseWriter, r *http.Request, b []byte) bool {
+		w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+		_, _ = w.Write(b[:100])
+		w.(http.Flusher).Flush()
+		select {
+		case <-stall:
+		case <-r.Context().Done():
+		}
+		return true
+	}
+	seq := FetchSequence(context.Background(), testSource(srv), descs)
+	defer seq.Close()
+	rc, err := seq.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(rc)
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	rc.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a read of a blob closed before its end returned all of it")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read still waits 10 s after the blob was closed")
+	}
+}
