@@ -211,7 +211,7 @@ func (r *watchedBlob) Read(p []byte) (int, error) {
 	s.ranged = newRangedSequence(s.ctx, s.ranges, s.descs, r.blob, r.pos)
 	rest, rerr := s.ranged.Next()
 	if rerr != nil {
-		return n, rerr
+		return n, notEOF(rerr)
 	}
 	r.rest = rest
 	return n, nil
@@ -348,7 +348,9 @@ func getBlob(ctx context.Context, repo *remote.Repository, desc ocispec.Descript
 	}
 	resp, err := repo.Client.Do(req)
 	if err != nil {
-		return nil, redact(err)
+		// No answer (a connection closed or reset before one came): worth
+		// asking again.
+		return nil, fmt.Errorf("%w: %w", errNoAnswer, redact(err))
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK, resp.StatusCode == http.StatusPartialContent && n >= 0:
@@ -473,19 +475,32 @@ func (s *rangedSequence) fill(j int, resp *http.Response) {
 			filled, err = s.read(c, resp, buf, filled)
 			resp = nil
 		}
-		if err == nil || s.ctx.Err() != nil || attempt == maxRangeAttempts || !errors.Is(err, errBrokenStream) {
+		if err == nil || s.ctx.Err() != nil || attempt == maxRangeAttempts || !(errors.Is(err, errBrokenStream) || errors.Is(err, errNoAnswer)) {
 			break
 		}
 	}
 	if err != nil {
-		err = fmt.Errorf("fetch %s bytes %d-%d: %w", s.descs[c.blob].Digest, c.off, c.off+c.n-1, err)
+		err = fmt.Errorf("fetch %s bytes %d-%d: %w", s.descs[c.blob].Digest, c.off, c.off+c.n-1, notEOF(err))
 	}
 	c.publish(filled, err)
 }
 
-// errBrokenStream marks a range whose bytes stopped before its end: worth
-// asking again.
-var errBrokenStream = errors.New("the stream broke")
+// notEOF is err for a reader in the middle of a blob: an error that wraps
+// io.EOF (net/http's, when a connection closes before an answer) would read
+// as the blob's end there.
+func notEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %v", io.ErrUnexpectedEOF, err)
+	}
+	return err
+}
+
+// errBrokenStream marks a range whose bytes stopped before its end, and
+// errNoAnswer a request that got no answer: both worth asking again.
+var (
+	errBrokenStream = errors.New("the stream broke")
+	errNoAnswer     = errors.New("no answer")
+)
 
 // read copies resp, the answer to a range from filled to the chunk's end,
 // into buf, publishing as it goes.

@@ -624,3 +624,41 @@ func TestFetchSequence_CloseEndsAWaitingRead(t *testing.T) {
 		t.Fatal("the read still waits 10 s after the blob was closed")
 	}
 }
+
+// A request that gets no answer (the server closes the connection first:
+// net/http's error then wraps io.EOF) is asked again; one that never gets an
+// answer reaches the reader as an error that is not io.EOF, which would
+// read as the blob's end in the middle of it.
+func TestRangedSequence_NoAnswerIsNotTheEnd(t *testing.T) {
+	blob := randomBlob(t, 5000)
+	for _, tc := range []struct {
+		name  string
+		drops int32 // how many ranges after the first get no answer
+		ok    bool
+	}{{"once, then answered", 1, true}, {"never answered", 1000, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			smallRanges(t, 1000, 2)
+			s, srv, descs := newBlobServer(t, blob)
+			var drops atomic.Int32
+			s.serve = func(w http.ResponseWriter, r *http.Request, b []byte) bool {
+				if r.Header.Get("Range") == "bytes=0-999" || drops.Add(1) > tc.drops {
+					return false
+				}
+				conn, _, err := w.(http.Hijacker).Hijack()
+				if err == nil {
+					conn.Close()
+				}
+				return true
+			}
+			seq := newRangedSequence(context.Background(), testSource(srv).repo, descs, 0, 0)
+			defer seq.Close()
+			got, err := readAll(seq, 1)
+			switch {
+			case tc.ok && (err != nil || !bytes.Equal(got[0], blob)):
+				t.Fatalf("%v", err)
+			case !tc.ok && (err == nil || errors.Is(err, io.EOF)):
+				t.Fatalf("error %v, want one that is not io.EOF", err)
+			}
+		})
+	}
+}
