@@ -5,8 +5,9 @@ import "sync"
 // chunkBuffers are the buffers of a ranged sequence: at most n of size
 // bytes, made when first needed and released together by free. Where the
 // system allows they are mapped outside the Go heap (chunkbuf_unix.go), so
-// that they do not raise the garbage collector's target: a window of chunks
-// held in the heap grew the pull's peak RSS by about twice its size.
+// that they do not raise the garbage collector's target, which is twice what
+// is live (GOGC=100): long-lived buffers in the heap would let that much more
+// garbage build up before each collection.
 type chunkBuffers struct {
 	mu   sync.Mutex
 	n    int
