@@ -545,83 +545,73 @@ func TestFetchSequence_TurnsWhenTheStreamSlowsDown(t *testing.T) {
 	}
 }
 
-// Closing a blob before its end ends a Read waiting for a chunk, as closing
-// an HTTP body does: the layer's reader stops its fetch goroutine this way.
-func TestRangedSequence_CloseEndsAWaitingRead(t *testing.T) {
-	smallRanges(t, 1000, 2)
-	blob := randomBlob(t, 5000)
-	s, srv, descs := newBlobServer(t, blob)
-	stall := make(chan struct{})
-	defer close(stall)
-	s.serve = func(w http.ResponseWriter, r *http.Request, b []byte) bool {
-		if r.Header.Get("Range") != "bytes=0-999" {
+// Closing a blob before its end ends a Read waiting in another goroutine,
+// as closing an HTTP body does: the layer's reader stops its fetch goroutine
+// this way. Both while the blob is on its one GET and once in ranges.
+func TestFetchSequence_CloseEndsAWaitingRead(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// serve answers the first 1000 bytes, then stalls
+		serve func(w http.ResponseWriter, r *http.Request, b []byte, stall <-chan struct{}) bool
+		open  func(src *registrySource, descs []ocispec.Descriptor) Sequence
+	}{{
+		name: "ranges",
+		serve: func(w http.ResponseWriter, r *http.Request, b []byte, stall <-chan struct{}) bool {
+			if r.Header.Get("Range") != "bytes=0-999" {
+				select {
+				case <-stall:
+				case <-r.Context().Done():
+				}
+			}
+			return false
+		},
+		open: func(src *registrySource, descs []ocispec.Descriptor) Sequence {
+			return newRangedSequence(context.Background(), src.repo, descs, 0, 0)
+		},
+	}, {
+		name: "one GET",
+		serve: func(w http.ResponseWriter, r *http.Request, b []byte, stall <-chan struct{}) bool {
+			w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+			_, _ = w.Write(b[:1000])
+			w.(http.Flusher).Flush()
 			select {
 			case <-stall:
 			case <-r.Context().Done():
 			}
-		}
-		return false
-	}
-	seq := newRangedSequence(context.Background(), testSource(srv).repo, descs, 0, 0)
-	defer seq.Close()
-	rc, err := seq.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := io.ReadAll(rc)
-		done <- err
-	}()
-	time.Sleep(100 * time.Millisecond)
-	rc.Close()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("a read of a blob closed before its end returned all of it")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the read still waits 10 s after the blob was closed")
-	}
-}
-
-// The same for a blob still on its one GET.
-func TestFetchSequence_CloseEndsAWaitingRead(t *testing.T) {
-	smallRanges(t, 1000, 2)
-	blob := randomBlob(t, 5000)
-	s, srv, descs := newBlobServer(t, blob)
-	stall := make(chan struct{})
-	defer close(stall)
-	s.serve = func(w http.ResponseWriter, r *http.Request, b []byte) bool {
-		w.Header().Set("Content-Length", fmt.Sprint(len(b)))
-		_, _ = w.Write(b[:100])
-		w.(http.Flusher).Flush()
-		select {
-		case <-stall:
-		case <-r.Context().Done():
-		}
-		return true
-	}
-	seq := FetchSequence(context.Background(), testSource(srv), descs)
-	defer seq.Close()
-	rc, err := seq.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := io.ReadAll(rc)
-		done <- err
-	}()
-	time.Sleep(100 * time.Millisecond)
-	rc.Close()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("a read of a blob closed before its end returned all of it")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the read still waits 10 s after the blob was closed")
+			return true
+		},
+		open: func(src *registrySource, descs []ocispec.Descriptor) Sequence {
+			return FetchSequence(context.Background(), src, descs)
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			smallRanges(t, 1000, 2)
+			s, srv, descs := newBlobServer(t, randomBlob(t, 5000))
+			stall := make(chan struct{})
+			defer close(stall)
+			s.serve = func(w http.ResponseWriter, r *http.Request, b []byte) bool { return tc.serve(w, r, b, stall) }
+			seq := tc.open(testSource(srv), descs)
+			defer seq.Close()
+			rc, err := seq.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := io.ReadAll(rc)
+				done <- err
+			}()
+			time.Sleep(100 * time.Millisecond)
+			rc.Close()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("a read of a blob closed before its end returned all of it")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the read still waits 10 s after the blob was closed")
+			}
+		})
 	}
 }
 
