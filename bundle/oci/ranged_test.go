@@ -116,6 +116,21 @@ func randomBlob(t *testing.T, n int) []byte {
 	return b
 }
 
+// readSame reads every blob of the sequence and fails t unless each is the
+// one served.
+func readSame(t *testing.T, seq Sequence, blobs [][]byte) {
+	t.Helper()
+	got, err := readAll(seq, len(blobs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range blobs {
+		if !bytes.Equal(got[i], blobs[i]) {
+			t.Fatalf("blob %d: %d bytes differ from the %d served", i, len(got[i]), len(blobs[i]))
+		}
+	}
+}
+
 // readAll reads every blob of the sequence in order.
 func readAll(seq Sequence, n int) ([][]byte, error) {
 	var got [][]byte
@@ -198,15 +213,7 @@ func TestRangedSequence_RegistryWithoutRanges(t *testing.T) {
 	}
 	seq := newRangedSequence(context.Background(), testSource(srv).repo, descs, 0, 0)
 	defer seq.Close()
-	got, err := readAll(seq, len(blobs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range blobs {
-		if !bytes.Equal(got[i], blobs[i]) {
-			t.Fatalf("blob %d differs", i)
-		}
-	}
+	readSame(t, seq, blobs)
 	if with, without := s.ranges(); with != 1 || without != 2 {
 		t.Fatalf("%d GETs with a Range and %d without, want 1 (the first) and 2", with, without)
 	}
@@ -455,15 +462,7 @@ func TestFetchSequence_SlowStreamTurnsToRanges(t *testing.T) {
 	s.serve = slowWhole(true)
 	seq := FetchSequence(context.Background(), testSource(srv), descs)
 	defer seq.Close()
-	got, err := readAll(seq, len(blobs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range blobs {
-		if !bytes.Equal(got[i], blobs[i]) {
-			t.Fatalf("blob %d differs", i)
-		}
-	}
+	readSame(t, seq, blobs)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// One whole GET (the first blob's, abandoned after the probe), then
@@ -491,15 +490,7 @@ func TestFetchSequence_SlowStreamWithoutRanges(t *testing.T) {
 	s.serve = slowWhole(false)
 	seq := FetchSequence(context.Background(), testSource(srv), descs)
 	defer seq.Close()
-	got, err := readAll(seq, len(blobs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range blobs {
-		if !bytes.Equal(got[i], blobs[i]) {
-			t.Fatalf("blob %d differs", i)
-		}
-	}
+	readSame(t, seq, blobs)
 	if with, without := s.ranges(); with != 1 || without != 2 {
 		t.Fatalf("%d GETs with a Range and %d without, want 1 (the turn's probe) and 2: %q", with, without, s.requests)
 	}
