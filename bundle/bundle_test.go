@@ -262,6 +262,23 @@ func TestOpen_Failures(t *testing.T) {
 				t.Fatalf("err = %v", err)
 			}
 		})
+		// Longer than its descriptor: the check that reads one byte past
+		// the size (a tap beside the reads of an encrypted blob) refuses it.
+		t.Run("extended "+string(l.Kind), func(t *testing.T) {
+			p := blob(l.Digest)
+			orig, _ := os.ReadFile(p)
+			defer os.WriteFile(p, orig, 0o644)
+			os.WriteFile(p, append(bytes.Clone(orig), "more"...), 0o644)
+			b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}, AllowUnsigned: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = b.Verify(ctx, VerifyOptions{})
+			var ie *IntegrityError
+			if !errors.As(err, &ie) || ie.Reason != ReasonSize {
+				t.Fatalf("err = %v", err)
+			}
+		})
 	}
 }
 

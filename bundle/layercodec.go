@@ -44,7 +44,7 @@ func newLayerWriter(dst io.Writer, kind LayerKind, recipients []age.Recipient) (
 
 // codecBlob is a verified blob as the codec's reader takes it.
 func codecBlob(v *verifier, closeFn func() error) codec.Blob {
-	return codec.Blob{R: v, Close: closeFn, Cause: integrityOnly, Typed: typedErr}
+	return codec.Blob{R: v.raw(), Tap: v.sum, Close: closeFn, Cause: integrityOnly, Typed: typedErr}
 }
 
 // typedErr reports whether err is already one of this package's typed

@@ -42,26 +42,48 @@ func (v *verifier) Read(p []byte) (int, error) {
 		return 0, v.err
 	}
 	n, err := v.r.Read(p)
-	if n > 0 {
-		v.h.Write(p[:n])
-		v.n += int64(n)
+	if serr := v.sum(p[:n], err); serr != nil || err == nil {
+		err = serr
+	}
+	if v.err != nil && v.n > v.desc.Size {
+		n = 0 // past the size: none of it is handed on
+	}
+	return n, err
+}
+
+// sum checks b, the next bytes of the blob, and err, the error that came
+// with them: it returns the error to hand on (nil while the blob goes on,
+// io.EOF at an end that verified), and keeps returning it once the blob
+// ended or failed. It is the codec's Tap of the blob's raw bytes (raw), so
+// that hashing runs beside the reads.
+func (v *verifier) sum(b []byte, err error) error {
+	if v.err != nil {
+		return v.err
+	}
+	if len(b) > 0 {
+		v.n += int64(len(b))
 		if v.n > v.desc.Size {
 			v.err = v.mismatch(ReasonSize, "more than "+strconv.FormatInt(v.desc.Size, 10)+" bytes", strconv.FormatInt(v.desc.Size, 10)+" bytes")
-			return 0, v.err
+			return v.err
 		}
+		v.h.Write(b)
 	}
 	if errors.Is(err, io.EOF) {
 		v.err = v.check()
 		if v.err == nil {
 			v.err = io.EOF
 		}
-		return n, v.err
+		return v.err
 	}
 	if err != nil {
 		v.err = &SourceError{Blob: v.blob, Err: err}
 	}
-	return n, v.err
+	return v.err
 }
+
+// raw is the blob's bytes unchecked, up to one past its size (to notice a
+// blob that is too long): what sum checks.
+func (v *verifier) raw() io.Reader { return v.r }
 
 func (v *verifier) check() error {
 	if v.n != v.desc.Size {

@@ -167,6 +167,10 @@ func benchBundleMix(b *bench, r mixRun) error {
 	s := samples{}
 	var ourBlob int64
 	out := func(n string) string { return filepath.Join(work, n) }
+	dropAfter := map[string][]string{
+		pullOurs: {"ours-out"}, pullOras: {"oras-out"}, pullOursLink: {"ours-out-link"}, pullOrasLink: {"oras-out-link"},
+		pullPipeDec: {"pipe-down", "pipe-out"},
+	}
 	for round := 0; round < *bundleRounds; round++ {
 		reg, err := startRegistry(work)
 		if err != nil {
@@ -181,6 +185,17 @@ func benchBundleMix(b *bench, r mixRun) error {
 				before := reg.cpu()
 				m, err := runIn(dir, env, prog, args...)
 				s.add(name, m, reg.cpu()-before)
+				// What a pull wrote goes before the next step rather than at
+				// the end of the round: kept, the second pull of every round
+				// took 2-2.5x its CPU time, oras's as ours (seen in three
+				// runs of five rounds, issue 39; the cause is not
+				// established: synced, its writeback ran on the host of this
+				// VM while the next step was measured, or the host took back
+				// its pages). Dropped at once, oras's pulls all kept their
+				// speed; ours still slowed in some rounds (README).
+				for _, d := range dropAfter[name] {
+					_ = os.RemoveAll(out(d))
+				}
 				if name == pushOurs && err == nil {
 					ourBlob = layerBytes(m.stdout)
 				}

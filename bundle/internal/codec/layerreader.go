@@ -21,6 +21,15 @@ type Blob struct {
 	// R yields the stored bytes, checked as they stream (size, digest):
 	// its errors are the caller's own.
 	R io.Reader
+	// Tap, when not nil, is the check: R yields the bytes unchecked, and
+	// Tap is given each piece R yields, in order, with R's error (nil while
+	// R goes on), and returns what R's reader gets in its place: the check's
+	// error, or io.EOF at an end that verified. It must keep returning its
+	// verdict once it gave one. An encrypted blob's bytes are then checked
+	// in a goroutine of their own, beside the reads from R (hashing costs
+	// about twice what reading a socket does; in one goroutine the two made
+	// the stage every other one waited for).
+	Tap pipe.Tap
 	// Close ends the fetch; it must unblock a Read of R in progress
 	// (closing the HTTP body or the file does).
 	Close func() error
@@ -72,8 +81,9 @@ func (r *Reuse) Close() {
 // decrypted when identities are given, decompressed, as a pipeline of
 // goroutines (see docs/bundle-format.md for the stages):
 //
-//	fetch and hash (Blob.R)
-//	  -> [read-ahead of the ciphertext, whole batches of sealed chunks]
+//	fetch (Blob.R)
+//	  -> [read-ahead of the ciphertext, whole batches of sealed chunks;
+//	      Blob.Tap hashes each batch in a goroutine of its own]
 //	  -> age payload, opened where the read-ahead holds it
 //	  -> read-ahead of the plaintext (pipe.Prefetcher, a pipe.Lender)
 //	  -> frame decoder (several frames at a time; raw blocks lent as they lie)
@@ -113,8 +123,15 @@ func NewLayerReader(b Blob, identities []age.Identity, reuse *Reuse) (*LayerRead
 			reuse.Close() // its workers end with it
 		}
 	}()
+	// checked yields R's bytes checked, in its reader's goroutine.
+	checked := b.R
+	var tr *tapReader
+	if b.Tap != nil {
+		tr = &tapReader{r: b.R, tap: b.Tap}
+		checked = tr
+	}
 	drain := func() error {
-		_, err := io.Copy(io.Discard, b.R)
+		_, err := io.Copy(io.Discard, checked)
 		return b.Cause(err)
 	}
 	// stored is the verified blob; storedErr, called by stored's one reader,
@@ -123,7 +140,7 @@ func NewLayerReader(b Blob, identities []age.Identity, reuse *Reuse) (*LayerRead
 	storedErr := drain
 	closeRaw := b.Close
 	var raw *pipe.Prefetcher
-	var plain = b.R
+	var plain = checked
 	var ar *ageDecrypter
 	if identities != nil {
 		// The header is read here, so that the fetch stage's buffers hold
@@ -131,7 +148,7 @@ func NewLayerReader(b Blob, identities []age.Identity, reuse *Reuse) (*LayerRead
 		// they lie. Fetching and hashing get a stage of their own, ahead of
 		// decryption: hashing and decryption each cost about what zstd and
 		// the file writes do, so in one stage they made the pull wait on it.
-		aead, rest, err := readAgePayloadKey(b.R, identities)
+		aead, rest, err := readAgePayloadKey(checked, identities)
 		if err != nil {
 			cause := drain()
 			b.Close()
@@ -144,11 +161,18 @@ func NewLayerReader(b Blob, identities []age.Identity, reuse *Reuse) (*LayerRead
 			}
 			return nil, &TamperedError{Err: err}
 		}
-		payload := b.R
-		if len(rest) > 0 {
-			payload = io.MultiReader(bytes.NewReader(rest), b.R)
+		if tr != nil {
+			// rest was checked with the header; what follows is checked
+			// by the prefetcher's tap, beside the reads.
+			payload := io.MultiReader(bytes.NewReader(rest), b.R)
+			raw = pipe.NewTappedPrefetcher(payload, tr.after(len(rest)), nil, reuse.rawBufs, ageBatch*ageSealed)
+		} else {
+			payload := b.R
+			if len(rest) > 0 {
+				payload = io.MultiReader(bytes.NewReader(rest), b.R)
+			}
+			raw = pipe.NewPrefetcher(payload, nil, reuse.rawBufs, ageBatch*ageSealed)
 		}
-		raw = pipe.NewPrefetcher(payload, nil, reuse.rawBufs, ageBatch*ageSealed)
 		storedErr = func() error { return b.Cause(raw.DrainErr()) }
 		closeRaw = func() error { return raw.Close(b.Close) }
 		ar = newAgeDecrypterOn(raw, aead)
@@ -180,6 +204,30 @@ func NewLayerReader(b Blob, identities []age.Identity, reuse *Reuse) (*LayerRead
 	fd.Reset(pf)
 	opened = true
 	return &LayerReader{closeRaw: closeRaw, raw: raw, ar: ar, pf: pf, fd: fd, typed: b.Typed, blobCause: b.Cause}, nil
+}
+
+// tapReader is a Blob's R checked by its Tap, in the reader's goroutine.
+type tapReader struct {
+	r   io.Reader
+	tap pipe.Tap
+}
+
+func (t *tapReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if terr := t.tap(p[:n], err); terr != nil || err == nil {
+		err = terr
+	}
+	return n, err
+}
+
+// after is the tap of a stream that starts with the last skip bytes t
+// already read (and checked), then goes on with the rest of t's R.
+func (t *tapReader) after(skip int) pipe.Tap {
+	return func(b []byte, err error) error {
+		k := min(skip, len(b))
+		skip -= k
+		return t.tap(b[k:], err)
+	}
 }
 
 // tamperedReader marks errors of the age payload as tampering: the file

@@ -57,6 +57,7 @@ type Prefetcher struct {
 	size   int // of each buffer
 	free   chan *pbuf
 	full   chan prefetched
+	read   chan prefetched // read, not yet tapped (a tapped Prefetcher's)
 	done   chan struct{}
 	exited chan struct{}
 	stop   sync.Once
@@ -97,6 +98,21 @@ type prefetched struct {
 // nil, may replace a read error (not io.EOF) by its root cause; it runs in
 // the reading goroutine.
 func NewPrefetcher(src io.Reader, onErr func(error) error, bufs [][]byte, size int) *Prefetcher {
+	return NewTappedPrefetcher(src, nil, onErr, bufs, size)
+}
+
+// Tap sees a stream's bytes after they were read and before its reader
+// gets them: b is what one read brought, err its error (nil while the
+// stream goes on). It returns the error to hand on in err's place: a check
+// (a digest at the end, say) may fail a stream whose reads did not.
+type Tap func(b []byte, err error) error
+
+// NewTappedPrefetcher is NewPrefetcher with tap run on each buffer, in
+// order, in a goroutine of its own between the reads and the reader: a tap
+// that costs as much as the reads (hashing what a socket brings) then runs
+// beside them rather than after them, on buffers it neither copies nor
+// holds. onErr runs on the error tap hands on. A nil tap is NewPrefetcher.
+func NewTappedPrefetcher(src io.Reader, tap Tap, onErr func(error) error, bufs [][]byte, size int) *Prefetcher {
 	p := &Prefetcher{
 		size:   size,
 		free:   make(chan *pbuf, PrefetchBuffers),
@@ -113,7 +129,49 @@ func NewPrefetcher(src io.Reader, onErr func(error) error, bufs [][]byte, size i
 		}
 		p.free <- x
 	}
-	go p.run(src, onErr)
+	if tap == nil {
+		go p.run(src, func(c prefetched) prefetched {
+			if c.err != nil && !errors.Is(c.err, io.EOF) && onErr != nil {
+				c.err = onErr(c.err)
+			}
+			return c
+		}, p.full, p.exited)
+		return p
+	}
+	// Two goroutines: the reads hand each buffer to the tap's goroutine,
+	// which hands it on; exited closes once both ended.
+	read := make(chan prefetched, PrefetchBuffers)
+	p.read = read
+	readExited := make(chan struct{})
+	go p.run(src, func(c prefetched) prefetched { return c }, read, readExited)
+	go func() {
+		defer func() {
+			<-readExited
+			close(p.exited)
+		}()
+		for {
+			var c prefetched
+			select {
+			case c = <-read:
+			case <-p.done:
+				return
+			}
+			if err := tap(c.buf.b[:c.n], c.err); err != nil || c.err == nil {
+				c.err = err // the stream's own end stays an end
+			}
+			if c.err != nil && !errors.Is(c.err, io.EOF) && onErr != nil {
+				c.err = onErr(c.err)
+			}
+			select {
+			case p.full <- c:
+			case <-p.done:
+				return
+			}
+			if c.err != nil {
+				return
+			}
+		}
+	}()
 	return p
 }
 
@@ -136,14 +194,18 @@ func (p *Prefetcher) Release() [][]byte {
 			bufs = append(bufs, x.b[:cap(x.b)])
 		case c := <-p.full:
 			bufs = append(bufs, c.buf.b[:cap(c.buf.b)])
+		case c := <-p.read: // nil (never ready) unless tapped
+			bufs = append(bufs, c.buf.b[:cap(c.buf.b)])
 		default:
 			return bufs
 		}
 	}
 }
 
-func (p *Prefetcher) run(src io.Reader, onErr func(error) error) {
-	defer close(p.exited)
+// run fills the free buffers from src and sends each, as then, to out;
+// exited closes when it ends (at src's error or Close).
+func (p *Prefetcher) run(src io.Reader, then func(prefetched) prefetched, out chan<- prefetched, exited chan struct{}) {
+	defer close(exited)
 	for {
 		var x *pbuf
 		select {
@@ -153,15 +215,13 @@ func (p *Prefetcher) run(src io.Reader, onErr func(error) error) {
 		}
 		x.refs.Store(1) // the reader's, once it takes it
 		n, err := Fill(src, x.b)
-		if err != nil && !errors.Is(err, io.EOF) && onErr != nil {
-			err = onErr(err)
-		}
+		c := then(prefetched{buf: x, n: n, err: err})
 		select {
-		case p.full <- prefetched{buf: x, n: n, err: err}:
+		case out <- c:
 		case <-p.done:
 			return
 		}
-		if err != nil {
+		if c.err != nil {
 			return
 		}
 	}
