@@ -18,17 +18,15 @@ const prefetchSize = 1 << 20
 
 // Blob is one stored blob of a layer, as its reader takes it.
 type Blob struct {
-	// R yields the stored bytes, checked as they stream (size, digest):
-	// its errors are the caller's own.
+	// R yields the stored bytes, unchecked; its errors are the caller's own.
 	R io.Reader
-	// Tap, when not nil, is the check: R yields the bytes unchecked, and
-	// Tap is given each piece R yields, in order, with R's error (nil while
-	// R goes on), and returns what R's reader gets in its place: the check's
-	// error, or io.EOF at an end that verified. It must keep returning its
-	// verdict once it gave one. An encrypted blob's bytes are then checked
-	// in a goroutine of their own, beside the reads from R (hashing costs
-	// about twice what reading a socket does; in one goroutine the two made
-	// the stage every other one waited for).
+	// Tap checks them (size, digest): it is given each piece R yields, in
+	// order, with R's error (nil while R goes on), and returns what R's
+	// reader gets in its place: the check's error, or io.EOF at an end that
+	// verified; once it gave a verdict it keeps returning it. An encrypted
+	// blob's bytes are checked in a goroutine of their own, beside the reads
+	// from R: hashing costs about twice what reading a socket does, and in
+	// one goroutine the two made the stage every other one waited for.
 	Tap pipe.Tap
 	// Close ends the fetch; it must unblock a Read of R in progress
 	// (closing the HTTP body or the file does).
@@ -124,12 +122,7 @@ func NewLayerReader(b Blob, identities []age.Identity, reuse *Reuse) (*LayerRead
 		}
 	}()
 	// checked yields R's bytes checked, in its reader's goroutine.
-	checked := b.R
-	var tr *tapReader
-	if b.Tap != nil {
-		tr = &tapReader{r: b.R, tap: b.Tap}
-		checked = tr
-	}
+	checked := &tapReader{r: b.R, tap: b.Tap}
 	drain := func() error {
 		_, err := io.Copy(io.Discard, checked)
 		return b.Cause(err)
@@ -140,7 +133,7 @@ func NewLayerReader(b Blob, identities []age.Identity, reuse *Reuse) (*LayerRead
 	storedErr := drain
 	closeRaw := b.Close
 	var raw *pipe.Prefetcher
-	var plain = checked
+	var plain io.Reader = checked
 	var ar *ageDecrypter
 	if identities != nil {
 		// The header is read here, so that the fetch stage's buffers hold
@@ -161,18 +154,10 @@ func NewLayerReader(b Blob, identities []age.Identity, reuse *Reuse) (*LayerRead
 			}
 			return nil, &TamperedError{Err: err}
 		}
-		if tr != nil {
-			// rest was checked with the header; what follows is checked
-			// by the prefetcher's tap, beside the reads.
-			payload := io.MultiReader(bytes.NewReader(rest), b.R)
-			raw = pipe.NewTappedPrefetcher(payload, tr.after(len(rest)), nil, reuse.rawBufs, ageBatch*ageSealed)
-		} else {
-			payload := b.R
-			if len(rest) > 0 {
-				payload = io.MultiReader(bytes.NewReader(rest), b.R)
-			}
-			raw = pipe.NewPrefetcher(payload, nil, reuse.rawBufs, ageBatch*ageSealed)
-		}
+		// rest was checked with the header; what follows is checked by the
+		// prefetcher's tap, beside the reads.
+		payload := io.MultiReader(bytes.NewReader(rest), b.R)
+		raw = pipe.NewTappedPrefetcher(payload, checked.after(len(rest)), nil, reuse.rawBufs, ageBatch*ageSealed)
 		storedErr = func() error { return b.Cause(raw.DrainErr()) }
 		closeRaw = func() error { return raw.Close(b.Close) }
 		ar = newAgeDecrypterOn(raw, aead)
