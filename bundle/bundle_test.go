@@ -230,55 +230,34 @@ func TestOpen_Failures(t *testing.T) {
 				t.Fatalf("err = %v", err)
 			}
 		})
-		t.Run("flipped byte in "+string(l.Kind), func(t *testing.T) {
-			p := blob(l.Digest)
-			orig, _ := os.ReadFile(p)
-			defer os.WriteFile(p, orig, 0o644)
-			bad := bytes.Clone(orig)
-			bad[len(bad)/2] ^= 0x40
-			os.WriteFile(p, bad, 0o644)
-			b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}, AllowUnsigned: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = b.Verify(ctx, VerifyOptions{})
-			var ie *IntegrityError
-			if !errors.As(err, &ie) || ie.Reason != ReasonDigest {
-				t.Fatalf("err = %v", err)
-			}
-		})
-		t.Run("truncated "+string(l.Kind), func(t *testing.T) {
-			p := blob(l.Digest)
-			orig, _ := os.ReadFile(p)
-			defer os.WriteFile(p, orig, 0o644)
-			os.WriteFile(p, orig[:len(orig)-10], 0o644)
-			b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}, AllowUnsigned: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = b.Verify(ctx, VerifyOptions{})
-			var ie *IntegrityError
-			if !errors.As(err, &ie) || ie.Reason != ReasonSize {
-				t.Fatalf("err = %v", err)
-			}
-		})
-		// Longer than its descriptor: the check that reads one byte past
-		// the size (a tap beside the reads of an encrypted blob) refuses it.
-		t.Run("extended "+string(l.Kind), func(t *testing.T) {
-			p := blob(l.Digest)
-			orig, _ := os.ReadFile(p)
-			defer os.WriteFile(p, orig, 0o644)
-			os.WriteFile(p, append(bytes.Clone(orig), "more"...), 0o644)
-			b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}, AllowUnsigned: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = b.Verify(ctx, VerifyOptions{})
-			var ie *IntegrityError
-			if !errors.As(err, &ie) || ie.Reason != ReasonSize {
-				t.Fatalf("err = %v", err)
-			}
-		})
+		// Altered in place, cut short, or longer than its descriptor (the
+		// check reads one byte past the size; for an encrypted blob it runs
+		// as a tap beside the reads): an *IntegrityError with its reason.
+		for _, tc := range []struct {
+			name   string
+			alter  func([]byte) []byte
+			reason string
+		}{
+			{"flipped byte in ", func(b []byte) []byte { b = bytes.Clone(b); b[len(b)/2] ^= 0x40; return b }, ReasonDigest},
+			{"truncated ", func(b []byte) []byte { return b[:len(b)-10] }, ReasonSize},
+			{"extended ", func(b []byte) []byte { return append(bytes.Clone(b), "more"...) }, ReasonSize},
+		} {
+			t.Run(tc.name+string(l.Kind), func(t *testing.T) {
+				p := blob(l.Digest)
+				orig, _ := os.ReadFile(p)
+				defer os.WriteFile(p, orig, 0o644)
+				os.WriteFile(p, tc.alter(orig), 0o644)
+				b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}, AllowUnsigned: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = b.Verify(ctx, VerifyOptions{})
+				var ie *IntegrityError
+				if !errors.As(err, &ie) || ie.Reason != tc.reason {
+					t.Fatalf("err = %v", err)
+				}
+			})
+		}
 	}
 }
 
