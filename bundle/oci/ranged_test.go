@@ -366,16 +366,7 @@ func TestRangedSequence_CancelEndsWaits(t *testing.T) {
 	defer close(stall)
 	ctx, cancel := context.WithCancel(context.Background())
 	seq := newRangedSequence(ctx, testSource(srv).repo, descs, 0, 0)
-	rc, err := seq.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := io.ReadAll(rc)
-		done <- err
-	}()
-	time.Sleep(100 * time.Millisecond)
+	_, done := readWaiting(t, seq)
 	cancel()
 	select {
 	case err := <-done:
@@ -583,16 +574,7 @@ func TestFetchSequence_CloseEndsAWaitingRead(t *testing.T) {
 			s.serve = func(w http.ResponseWriter, r *http.Request, b []byte) bool { return tc.serve(w, r, b, stall) }
 			seq := tc.open(testSource(srv), descs)
 			defer seq.Close()
-			rc, err := seq.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() {
-				_, err := io.ReadAll(rc)
-				done <- err
-			}()
-			time.Sleep(100 * time.Millisecond)
+			rc, done := readWaiting(t, seq)
 			rc.Close()
 			select {
 			case err := <-done:
@@ -642,4 +624,22 @@ func TestRangedSequence_NoAnswerIsNotTheEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readWaiting opens seq's next blob and reads it to its end in a goroutine,
+// whose error done brings; it returns once the reader has had 100 ms to
+// start waiting.
+func readWaiting(t *testing.T, seq Sequence) (io.ReadCloser, <-chan error) {
+	t.Helper()
+	rc, err := seq.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(rc)
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	return rc, done
 }
