@@ -54,8 +54,8 @@ func (v *verifier) Read(p []byte) (int, error) {
 // sum checks b, the next bytes of the blob, and err, the error that came
 // with them: it returns the error to hand on (nil while the blob goes on,
 // io.EOF at an end that verified), and keeps returning it once the blob
-// ended or failed. It is the codec's Tap of the blob's raw bytes (raw), so
-// that hashing runs beside the reads.
+// ended or failed. It is the codec's Tap of the blob's raw bytes (raw): for
+// an encrypted blob it runs in a goroutine of its own, beside the reads.
 func (v *verifier) sum(b []byte, err error) error {
 	if v.err != nil {
 		return v.err
