@@ -235,10 +235,7 @@ func TestRangedSequence_BrokenStreamAskedAgain(t *testing.T) {
 		w.WriteHeader(http.StatusPartialContent)
 		_, _ = w.Write(b[2000:2300])
 		w.(http.Flusher).Flush()
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err == nil {
-			conn.Close()
-		}
+		dropConnection(w)
 		return true
 	}
 	seq := newRangedSequence(context.Background(), testSource(srv).repo, descs, 0, 0)
@@ -607,10 +604,7 @@ func TestRangedSequence_NoAnswerIsNotTheEnd(t *testing.T) {
 				if r.Header.Get("Range") == "bytes=0-999" || drops.Add(1) > tc.drops {
 					return false
 				}
-				conn, _, err := w.(http.Hijacker).Hijack()
-				if err == nil {
-					conn.Close()
-				}
+				dropConnection(w)
 				return true
 			}
 			seq := newRangedSequence(context.Background(), testSource(srv).repo, descs, 0, 0)

@@ -35,10 +35,7 @@ func failingUploads(t *testing.T, badLocation bool) string {
 			w.Header().Set("Location", loc)
 			w.WriteHeader(http.StatusAccepted)
 		case strings.Contains(r.URL.Path, testSession):
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err == nil {
-				conn.Close()
-			}
+			dropConnection(w)
 		default:
 			w.WriteHeader(http.StatusNotFound)
 		}
@@ -108,4 +105,12 @@ func TestRegistryWriter_UploadErrorsHideLocation(t *testing.T) {
 	w = registryWriterFor(t, failingUploads(t, true))
 	_, err = w.NewBlob(ctx, "application/octet-stream", BlobOptions{})
 	assertNoLocation(t, "malformed Location", err)
+}
+
+// dropConnection closes the connection under w without an answer (or with
+// what w has already sent): a registry whose stream breaks.
+func dropConnection(w http.ResponseWriter) {
+	if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+		conn.Close()
+	}
 }
