@@ -4,15 +4,17 @@ import "os"
 
 // FileWriteSize is the largest write this project makes to a file it fills
 // with much data (an extraction, a spool). On Linux 6.x a buffered write is
-// cached in folios as large as the write, and large folios come from the
-// page allocator's high-order free blocks. On a virtual machine whose host
-// takes back free guest memory (free page reporting: Firecracker and other
-// balloon setups) those are the blocks the host took, and each of their
-// pages faults on the host at its first touch: the system time of a large
-// write grows with the write size from 128 KiB on, and smaller writes pay
-// in system calls (docs/architecture.md, "Measured choices"). 64 KiB stays
-// small on such a machine and costs nothing elsewhere.
-const FileWriteSize = 64 << 10
+// cached in folios as large as the write, and the page allocator serves
+// blocks of up to order 3 (32 KiB) from its per-CPU lists of pages freed
+// moments ago, larger ones from its buddy lists (mm/page_alloc.c,
+// pcp_allowed_order: order <= PAGE_ALLOC_COSTLY_ORDER). On a virtual machine
+// whose host takes back free guest memory (free page reporting: Firecracker
+// and other balloon setups) the buddy lists' large blocks are the ones the
+// host took, and each of their pages faults on the host at its first touch:
+// the system time of 64 KiB writes and larger ones jumps in some runs and not
+// others, 32 KiB writes keep it level, and smaller ones pay in system calls
+// (docs/architecture.md, "Measured choices"). oras writes 32 KiB too.
+const FileWriteSize = 32 << 10
 
 // WriteAt writes b at off in writes of at most FileWriteSize bytes.
 func WriteAt(f *os.File, b []byte, off int64) (int, error) {
