@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 
 	"filippo.io/age"
 
@@ -39,8 +38,8 @@ func (b *Bundle) openLayer(ctx context.Context, l Layer) (io.ReadCloser, error) 
 	if len(l.Parts) > 1 || (len(l.Parts) == 1 && l.Kind == LayerFiles) {
 		id := "pull " + string(l.Kind)
 		b.progress.Start(id, id, l.Size())
-		pr := &partsReader{ctx: ctx, b: b, l: l, id: id, seq: &lockedSequence{seq: oci.FetchSequence(ctx, b.src, l.Parts)}, fetched: -1}
-		if err := pr.first(); err != nil {
+		pr := &partsReader{ctx: ctx, b: b, l: l, id: id, seq: oci.FetchSequence(ctx, b.src, l.Parts)}
+		if err := pr.next(nil); err != nil {
 			pr.seq.Close()
 			b.progress.Done(id, err)
 			return nil, err
@@ -135,131 +134,35 @@ func (l Layer) part(i int) Layer {
 
 // partsReader joins the plaintexts of a layer's parts. Each part is read as
 // a layer of its own: it ends with io.EOF only once its blob verified and
-// its age and zstd streams ended cleanly; only then are the next part's
-// bytes handed on.
-//
-// The next part is opened ahead: as soon as the fetch of the current part
-// read its blob to the end, a goroutine opens the next one (its GET, its age
-// header, its pipeline), which reads ahead into its own buffers while the
-// stages after the fetch finish the current part. Opened at the boundary
-// instead, every part began with its pipeline empty: the GET, the header and
-// the first batch went through each stage before the consumer had a byte
-// again, 5-8 ms per part of 128 MiB on loopback, 4% of the pull (a trace of
-// a GiB in 8 parts, issue 39). An error of the part opened ahead (a missing
-// blob, a header that fails) is reported only once the part before it
-// verified. The two parts' readers take turns with two sets of buffers and
-// decoders: the one the part before the current one left is the next one's.
+// its age and zstd streams ended cleanly; then the next part is opened. The
+// parts' blobs come from one oci.Sequence, which fetches ahead of the reader
+// across the parts' boundaries.
 type partsReader struct {
 	ctx context.Context
 	b   *Bundle
 	l   Layer
 	id  string
-	seq *lockedSequence
-	cur *layerReader // the reader of part i
-	err error
-
-	mu      sync.Mutex
-	i       int             // the part cur reads; written under mu
-	fetched int             // the last part whose fetch reached its end
-	ahead   chan openedPart // part i+1 being opened ahead, or nil
-	spare   *codec.Reuse    // what part i-1 left, for part i+1
-	noAhead bool            // draining or closed: nothing more is opened ahead
-}
-
-// openedPart is the outcome of opening a part ahead.
-type openedPart struct {
-	lr  *layerReader
+	seq oci.Sequence
+	i   int // the part cur reads
+	cur *layerReader
 	err error
 }
 
-// open opens part i with what a reader before it left.
-func (r *partsReader) open(i int, reuse *codec.Reuse) (*layerReader, error) {
-	return r.b.openBlobWith(r.ctx, r.l.part(i), func(_ context.Context, l Layer) (io.ReadCloser, error) {
-		rc, err := r.seq.Next()
-		if err != nil {
-			return nil, l.fetchErr(err)
-		}
-		return &fetchEnd{ReadCloser: r.b.countPart(l, rc), end: func() { r.fetchEnded(i) }}, nil
-	}, reuse)
+// fetch opens the sequence's next blob, which is l's.
+func (r *partsReader) fetch(_ context.Context, l Layer) (io.ReadCloser, error) {
+	rc, err := r.seq.Next()
+	if err != nil {
+		return nil, l.fetchErr(err)
+	}
+	return r.b.countPart(l, rc), nil
 }
 
-// first opens part 0.
-func (r *partsReader) first() error {
-	lr, err := r.open(0, nil)
+func (r *partsReader) next(reuse *codec.Reuse) error {
+	lr, err := r.b.openBlobWith(r.ctx, r.l.part(r.i), r.fetch, reuse)
 	if err != nil {
 		return err
 	}
 	r.cur = lr
-	r.mu.Lock()
-	r.openAhead()
-	r.mu.Unlock()
-	return nil
-}
-
-// fetchEnded is called, in the fetch stage's goroutine, when part i's blob
-// was read to its end.
-func (r *partsReader) fetchEnded(i int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.fetched = i
-	r.openAhead()
-}
-
-// openAhead starts opening part i+1 once part i's fetch ended, when no part
-// is being opened ahead already. Called with mu held.
-func (r *partsReader) openAhead() {
-	if r.noAhead || r.ahead != nil || r.fetched != r.i || r.i+1 >= len(r.l.Parts) {
-		return
-	}
-	next, reuse := r.i+1, r.spare
-	r.spare = nil
-	ch := make(chan openedPart, 1)
-	r.ahead = ch
-	go func() {
-		lr, err := r.open(next, reuse)
-		ch <- openedPart{lr: lr, err: err}
-	}()
-}
-
-// takeAhead stops opening parts ahead and returns the part being opened
-// ahead, if any, once opened.
-func (r *partsReader) takeAhead() (openedPart, bool) {
-	r.mu.Lock()
-	r.noAhead = true
-	ahead := r.ahead
-	r.ahead = nil
-	r.mu.Unlock()
-	if ahead == nil {
-		return openedPart{}, false
-	}
-	return <-ahead, true
-}
-
-// advance moves to the next part, after cur ended.
-func (r *partsReader) advance() error {
-	reuse := r.cur.detach()
-	r.cur = nil
-	r.mu.Lock()
-	r.i++
-	ahead := r.ahead
-	r.ahead = nil
-	if ahead != nil {
-		r.spare = reuse
-	}
-	r.mu.Unlock()
-	var next openedPart
-	if ahead != nil {
-		next = <-ahead
-	} else {
-		next.lr, next.err = r.open(r.i, reuse)
-	}
-	if next.err != nil {
-		return next.err
-	}
-	r.cur = next.lr
-	r.mu.Lock()
-	r.openAhead()
-	r.mu.Unlock()
 	return nil
 }
 
@@ -280,7 +183,10 @@ func (r *partsReader) Next(max int) ([]byte, error) {
 		case r.i+1 == len(r.l.Parts):
 			r.err = io.EOF
 		default:
-			if oerr := r.advance(); oerr != nil {
+			reuse := r.cur.detach()
+			r.cur = nil
+			r.i++
+			if oerr := r.next(reuse); oerr != nil {
 				r.err = oerr
 			}
 		}
@@ -294,47 +200,18 @@ func (r *partsReader) Next(max int) ([]byte, error) {
 // DrainStored checks the stored bytes of the rest of the layer: the current
 // part's and every later part's (see files.StoredDrainer).
 func (r *partsReader) DrainStored() error {
-	r.mu.Lock()
-	r.noAhead = true // what the drain reads, it reads in order
-	r.mu.Unlock()
 	if r.cur != nil {
 		if err := r.cur.DrainStored(); err != nil {
 			return err
 		}
 	}
-	from := r.i + 1
-	if next, ok := r.takeAhead(); ok {
-		from++
-		if next.err != nil {
-			// A part that failed to open was drained to find the root
-			// cause: its stored bytes verified unless that is the error.
-			var de *DecryptError
-			if !errors.As(next.err, &de) {
-				return next.err
-			}
-		} else {
-			err := next.lr.DrainStored()
-			next.lr.Close()
-			if err != nil {
-				return err
-			}
-		}
-	}
-	for i := from; i < len(r.l.Parts); i++ {
+	for i := r.i + 1; i < len(r.l.Parts); i++ {
+		r.i = i
 		if err := r.b.verifyBlobStored(r.ctx, r.l.part(i), r.fetch); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// fetch opens the sequence's next blob, which is l's.
-func (r *partsReader) fetch(_ context.Context, l Layer) (io.ReadCloser, error) {
-	rc, err := r.seq.Next()
-	if err != nil {
-		return nil, l.fetchErr(err)
-	}
-	return r.b.countPart(l, rc), nil
 }
 
 func (r *partsReader) Close() error {
@@ -343,67 +220,13 @@ func (r *partsReader) Close() error {
 		err = r.cur.Close()
 		r.cur = nil
 	}
-	r.mu.Lock()
-	r.noAhead = true
-	r.mu.Unlock()
-	// Closing the sequence ends the fetch of a part being opened ahead.
 	r.seq.Close()
-	if next, ok := r.takeAhead(); ok && next.lr != nil {
-		next.lr.Close()
-	}
-	r.mu.Lock()
-	spare := r.spare
-	r.spare = nil
-	r.mu.Unlock()
-	spare.Close()
 	var done error
 	if !errors.Is(r.err, io.EOF) {
 		done = r.err
 	}
 	r.b.progress.Done(r.id, done)
 	return err
-}
-
-// fetchEnd calls end once, when its blob was read to the end.
-type fetchEnd struct {
-	io.ReadCloser
-	end  func()
-	once sync.Once
-}
-
-func (f *fetchEnd) Read(p []byte) (int, error) {
-	n, err := f.ReadCloser.Read(p)
-	if err == io.EOF {
-		f.once.Do(f.end)
-	}
-	return n, err
-}
-
-// lockedSequence is an oci.Sequence whose part opened ahead may call Next
-// while the reader closes it: after Close, Next fails.
-type lockedSequence struct {
-	mu     sync.Mutex
-	seq    oci.Sequence
-	closed bool
-}
-
-func (s *lockedSequence) Next() (io.ReadCloser, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, errors.New("the layer's reader was closed")
-	}
-	return s.seq.Next()
-}
-
-func (s *lockedSequence) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	return s.seq.Close()
 }
 
 // progressReadCloser reports a layer's bytes to its progress step, and the
