@@ -202,6 +202,28 @@ func TestOpen_Failures(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "layout")
 	res := create(t, "oci:"+dir, CreateOptions{Database: fakeDB{data: strings.Repeat("row\n", 5000)}, Files: &FilesOptions{Dir: data}, Recipients: []age.Recipient{id.Recipient()}})
 	blob := func(d string) string { return filepath.Join(dir, "blobs", "sha256", strings.TrimPrefix(d, "sha256:")) }
+	// verifyWith replaces the blob d by what alter makes of it (nil: removes
+	// it), returns Verify's error, and puts the blob back.
+	verifyWith := func(t *testing.T, d string, alter func([]byte) []byte) error {
+		t.Helper()
+		p := blob(d)
+		orig, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.WriteFile(p, orig, 0o644)
+		if alter == nil {
+			os.Remove(p)
+		} else {
+			os.WriteFile(p, alter(orig), 0o644)
+		}
+		b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}, AllowUnsigned: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.Verify(ctx, VerifyOptions{})
+		return err
+	}
 
 	t.Run("wrong identity", func(t *testing.T) {
 		b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{newIdentity(t)}, AllowUnsigned: true})
@@ -216,15 +238,7 @@ func TestOpen_Failures(t *testing.T) {
 	})
 	for _, l := range res.Layers {
 		t.Run("missing "+string(l.Kind), func(t *testing.T) {
-			p := blob(l.Digest)
-			orig, _ := os.ReadFile(p)
-			defer os.WriteFile(p, orig, 0o644)
-			os.Remove(p)
-			b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}, AllowUnsigned: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = b.Verify(ctx, VerifyOptions{})
+			err := verifyWith(t, l.Digest, nil)
 			var me *MissingBlobError
 			if !errors.As(err, &me) || me.Digest != l.Digest {
 				t.Fatalf("err = %v", err)
@@ -243,15 +257,7 @@ func TestOpen_Failures(t *testing.T) {
 			{"extended ", func(b []byte) []byte { return append(bytes.Clone(b), "more"...) }, ReasonSize},
 		} {
 			t.Run(tc.name+string(l.Kind), func(t *testing.T) {
-				p := blob(l.Digest)
-				orig, _ := os.ReadFile(p)
-				defer os.WriteFile(p, orig, 0o644)
-				os.WriteFile(p, tc.alter(orig), 0o644)
-				b, err := Open(ctx, "oci:"+dir, OpenOptions{Identities: []age.Identity{id}, AllowUnsigned: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, err = b.Verify(ctx, VerifyOptions{})
+				err := verifyWith(t, l.Digest, tc.alter)
 				var ie *IntegrityError
 				if !errors.As(err, &ie) || ie.Reason != tc.reason {
 					t.Fatalf("err = %v", err)
