@@ -44,12 +44,16 @@ func bootstrapCSR(t *testing.T, name, node string) *certificatesv1.CertificateSi
 	}
 }
 
+// runApproving monitors one host with CSR approval on until Timeout: what it
+// reports depends on the rounds that ran, so the budget leaves room for a
+// loaded machine (700 ms once ended at FirstCSRPending during make test, the
+// refused approval not yet tried); the tests that use it run in parallel.
 func runApproving(t *testing.T, kube *fake.Clientset) (*Result, []Event) {
 	t.Helper()
 	var events []Event
 	res, err := Run(context.Background(), Options{
 		Hosts: []Host{{Label: "extra-worker-0", Hostname: "extra-worker-0", IPs: []net.IP{net.ParseIP("127.0.0.1")}}},
-		Kube:  kube, ApproveCSRs: true, Timeout: 700 * time.Millisecond, PollInterval: 100 * time.Millisecond,
+		Kube:  kube, ApproveCSRs: true, Timeout: 3 * time.Second, PollInterval: 100 * time.Millisecond,
 		AssistedPort: 1, KubeletPort: 1,
 		OnEvent: func(e Event) { events = append(events, e) },
 	})
@@ -60,6 +64,7 @@ func runApproving(t *testing.T, kube *fake.Clientset) (*Result, []Event) {
 }
 
 func TestApprovalSetsCondition(t *testing.T) {
+	t.Parallel()
 	kube := fake.NewClientset(bootstrapCSR(t, "csr-1", "extra-worker-0"))
 	res, _ := runApproving(t, kube)
 	got, err := kube.CertificatesV1().CertificateSigningRequests().Get(context.Background(), "csr-1", metav1.GetOptions{})
@@ -78,6 +83,7 @@ func TestApprovalSetsCondition(t *testing.T) {
 // When the API server refuses the approval (here: RBAC), the host is reported
 // as blocked by that CSR, and the error is said once, not every round.
 func TestApprovalRefusedByAPIServer(t *testing.T) {
+	t.Parallel()
 	kube := fake.NewClientset(bootstrapCSR(t, "csr-1", "extra-worker-0"))
 	kube.PrependReactor("update", "certificatesigningrequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "certificates.k8s.io", Resource: "signers"}, "kubernetes.io/kube-apiserver-client-kubelet", nil)
@@ -102,6 +108,7 @@ func TestApprovalRefusedByAPIServer(t *testing.T) {
 // listed among the host's CSRs but is not the host's outcome: the host is
 // simply not Ready yet.
 func TestRogueCSRNotTheHostsOutcome(t *testing.T) {
+	t.Parallel()
 	rogue := bootstrapCSR(t, "csr-rogue", "extra-worker-0")
 	rogue.Spec.Username = "system:serviceaccount:default:mallory"
 	rogue.Spec.Groups = []string{"system:serviceaccounts", "system:authenticated"}
@@ -129,6 +136,7 @@ func TestRogueCSRNotTheHostsOutcome(t *testing.T) {
 // Without an approved CSR of its own, a refused CSR claiming the host is
 // still what holds it back.
 func TestRefusedCSRBlocksWhenHostHasNoneApproved(t *testing.T) {
+	t.Parallel()
 	rogue := bootstrapCSR(t, "csr-rogue", "extra-worker-0")
 	rogue.Spec.Username = "system:serviceaccount:default:mallory"
 	res, _ := runApproving(t, fake.NewClientset(rogue))
