@@ -330,7 +330,8 @@ func (s *Systemd) Systemctl(t testing.TB, args ...string) ExecResult {
 }
 
 // WaitActive waits until unit is active, failing t after timeout with the
-// unit's status.
+// unit's status, the units that failed and the end of the whole journal (a
+// unit that failed on a dependency names only the dependency's job).
 func (s *Systemd) WaitActive(t testing.TB, unit string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -340,8 +341,9 @@ func (s *Systemd) WaitActive(t testing.TB, unit string, timeout time.Duration) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("%s not active after %s:\n%s\n%s", unit, timeout, s.Systemctl(t, "status", "--no-pager", unit).Stdout,
-		s.Exec(t, "journalctl", "--no-pager", "-n", "40", "-u", unit).Stdout)
+	t.Fatalf("%s not active after %s:\n%s\nfailed units:\n%s\njournal:\n%s", unit, timeout, s.Systemctl(t, "status", "--no-pager", unit).Stdout,
+		s.Systemctl(t, "--failed", "--no-pager", "--plain").Stdout,
+		s.Exec(t, "journalctl", "--no-pager", "-n", "120").Stdout)
 }
 
 // Reboot asks systemd inside for a reboot (systemctl reboot); Wait then
