@@ -100,8 +100,13 @@ type watchedSequence struct {
 	descs  []ocispec.Descriptor
 	next   int
 
-	cur     *watchedBlob
-	ranged  *rangedSequence
+	cur    *watchedBlob
+	ranged *rangedSequence
+	// mu guards ahead and closed: the reader's goroutine starts the GET
+	// ahead while Close may run in another.
+	mu      sync.Mutex
+	ahead   *aheadGet
+	closed  bool
 	decided bool // turned to ranges
 	turn    bool // ranges from the next blob on (decided at a blob's end)
 	start   time.Time
@@ -122,7 +127,18 @@ func (s *watchedSequence) Next() (io.ReadCloser, error) {
 		s.ranged = newRangedSequence(s.ctx, s.ranges, s.descs, i, 0)
 		return s.ranged.Next()
 	}
-	resp, err := getBlob(s.ctx, s.repo, s.descs[i], -1, -1)
+	var resp *http.Response
+	var err error
+	s.mu.Lock()
+	a := s.ahead
+	s.ahead = nil
+	s.mu.Unlock()
+	if a != nil && a.blob == i {
+		resp, err = a.wait()
+	} else {
+		a.close()
+		resp, err = getBlob(s.ctx, s.repo, s.descs[i], -1, -1)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +147,11 @@ func (s *watchedSequence) Next() (io.ReadCloser, error) {
 }
 
 func (s *watchedSequence) Close() error {
+	s.mu.Lock()
+	a := s.ahead
+	s.ahead, s.closed = nil, true
+	s.mu.Unlock()
+	a.close()
 	if s.cur != nil {
 		s.cur.Close()
 	}
@@ -138,6 +159,72 @@ func (s *watchedSequence) Close() error {
 		return s.ranged.Close()
 	}
 	return nil
+}
+
+// getAhead sends the GET of blob i while the reader still works on the
+// bytes of the blob before it, which its GET brought whole: a part boundary
+// then costs no round trip and none of the registry's work before its first
+// byte (distribution's lookup of the blob: 5.8 ms of its CPU per GET on
+// loopback). Only the answer's head is read: the body waits in the
+// connection (the kernel's socket buffer, not this process's memory) until
+// Next hands it out, so the blob's bytes, and a failure to fetch it, still
+// come in order.
+func (s *watchedSequence) getAhead(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.ahead != nil || i >= len(s.descs) {
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	a := &aheadGet{blob: i, cancel: cancel, done: make(chan struct{})}
+	s.ahead = a
+	go func() {
+		defer close(a.done)
+		a.resp, a.err = getBlob(ctx, s.repo, s.descs[i], -1, -1)
+	}()
+}
+
+// aheadGet is a GET sent ahead of the reader (watchedSequence.getAhead).
+type aheadGet struct {
+	blob   int
+	cancel context.CancelFunc
+	done   chan struct{}
+	resp   *http.Response
+	err    error
+}
+
+// wait returns the answer; its body cancels the GET's context when closed.
+func (a *aheadGet) wait() (*http.Response, error) {
+	<-a.done
+	if a.err != nil {
+		a.cancel()
+		return nil, a.err
+	}
+	a.resp.Body = &cancelOnClose{ReadCloser: a.resp.Body, cancel: a.cancel}
+	return a.resp, nil
+}
+
+// close drops a GET sent ahead that will not be read.
+func (a *aheadGet) close() {
+	if a == nil {
+		return
+	}
+	a.cancel()
+	<-a.done
+	if a.resp != nil {
+		a.resp.Body.Close()
+	}
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 // decide is called after each read until the sequence turned: it judges
@@ -193,6 +280,9 @@ func (r *watchedBlob) Read(p []byte) (int, error) {
 	s.got += int64(n)
 	r.pos += int64(n)
 	if n == 0 || s.decided || !s.decide() {
+		if !s.decided && r.pos == s.descs[r.blob].Size {
+			s.getAhead(r.blob + 1)
+		}
 		return n, err
 	}
 	if r.pos == s.descs[r.blob].Size {

@@ -637,3 +637,113 @@ func readWaiting(t *testing.T, seq Sequence) (io.ReadCloser, <-chan error) {
 	time.Sleep(100 * time.Millisecond)
 	return rc, done
 }
+
+// The next blob's GET is sent as soon as the current blob's bytes have all
+// come, before the reader asks for the next blob; Next then takes its answer
+// instead of asking again.
+func TestFetchSequence_NextBlobAskedAhead(t *testing.T) {
+	smallRanges(t, 1000, 3)
+	blobs := [][]byte{randomBlob(t, 20000), randomBlob(t, 9000), randomBlob(t, 7000)}
+	s, srv, descs := newBlobServer(t, blobs...)
+	seq := FetchSequence(context.Background(), testSource(srv), descs)
+	defer seq.Close()
+	requests := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.requests)
+	}
+	for i, blob := range blobs {
+		rc, err := seq.Next()
+		if err != nil {
+			t.Fatalf("blob %d: %v", i, err)
+		}
+		b, err := io.ReadAll(rc)
+		if err != nil || !bytes.Equal(b, blob) {
+			t.Fatalf("blob %d: %d bytes, %v", i, len(b), err)
+		}
+		want := min(i+2, len(blobs))
+		deadline := time.Now().Add(5 * time.Second)
+		for requests() < want && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if got := requests(); got != want {
+			t.Fatalf("after blob %d was read whole and before Next: %d GETs, want %d", i, got, want)
+		}
+		rc.Close()
+	}
+	if with, without := s.ranges(); with != 0 || without != len(blobs) {
+		t.Fatalf("%d GETs with a Range and %d without, want 0 and %d: %q", with, without, len(blobs), s.requests)
+	}
+}
+
+// A blob the GET ahead does not find fails Next, not the blob before it,
+// whose bytes all come with io.EOF.
+func TestFetchSequence_MissingNextBlobFailsNext(t *testing.T) {
+	smallRanges(t, 1000, 3)
+	blob := randomBlob(t, 20000)
+	_, srv, descs := newBlobServer(t, blob)
+	gone := digest.FromString("not served")
+	descs = append(descs, ocispec.Descriptor{MediaType: "application/octet-stream", Digest: gone, Size: 5000})
+	seq := FetchSequence(context.Background(), testSource(srv), descs)
+	defer seq.Close()
+	rc, err := seq.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(rc)
+	if err != nil || !bytes.Equal(b, blob) {
+		t.Fatalf("the blob before the missing one: %d bytes, %v", len(b), err)
+	}
+	rc.Close()
+	if _, err := seq.Next(); !IsNotFound(err) {
+		t.Fatalf("Next of the missing blob: %v, want not found", err)
+	}
+}
+
+// Closing the sequence drops a GET sent ahead that nobody read: its
+// connection is closed, which the server sees as the request's end.
+func TestFetchSequence_CloseDropsTheGETAhead(t *testing.T) {
+	smallRanges(t, 1000, 3)
+	blobs := [][]byte{randomBlob(t, 20000), randomBlob(t, 9000)}
+	s, srv, descs := newBlobServer(t, blobs...)
+	ended := make(chan struct{})
+	s.serve = func(w http.ResponseWriter, r *http.Request, b []byte) bool {
+		if len(b) != len(blobs[1]) {
+			return false
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+		_, _ = w.Write(b[:1000])
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+			close(ended)
+		case <-time.After(10 * time.Second):
+		}
+		return true
+	}
+	seq := FetchSequence(context.Background(), testSource(srv), descs)
+	rc, err := seq.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(rc); err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s.mu.Lock()
+		n := len(s.requests)
+		s.mu.Unlock()
+		if n == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	seq.Close()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the GET sent ahead is still open 5 s after the sequence was closed")
+	}
+}
