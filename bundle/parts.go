@@ -179,6 +179,13 @@ func (w *partsWriter) open() error {
 		if err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
+		// Room for the part's ciphertext when it does not compress (the
+		// log archives); endPart gives back what a smaller one did not use.
+		if err := pipe.Preallocate(f, partCiphertextMax(w.size)); err != nil {
+			f.Close()
+			_ = os.Remove(op.st.file)
+			return fmt.Errorf("spool: %w (give --spool-dir on a filesystem with room for the layer, or --no-spool)", err)
+		}
 		op.f, op.hw = f, oci.NewHashWriter(pipe.FileWriter{F: f}, nil)
 		if w.fileBufs != nil {
 			op.aw, w.fileBufs = pipe.NewAsyncWriterWith(op.hw, w.fileBufs), nil
@@ -226,6 +233,11 @@ func (w *partsWriter) endPart() error {
 		err = cerr
 	}
 	w.fileBufs = op.aw.Release()
+	if err == nil {
+		// Truncating at the size it has frees the blocks preallocated
+		// beyond it (ext4, xfs).
+		err = op.f.Truncate(op.hw.Size())
+	}
 	if cerr := op.f.Close(); err == nil {
 		err = cerr
 	}
@@ -381,6 +393,11 @@ func (w *partsWriter) descriptors() []ocispec.Descriptor {
 // partTitle is a part's org.opencontainers.image.title: the layer's own
 // title for a layer in one part, else numbered so that the files `oras pull`
 // writes sort in order (files.part0001.tar.zst.age, ...).
+// partCiphertextMax bounds the blob of a part of size plaintext bytes that
+// does not compress: raw zstd blocks (3 bytes of header per 128 KiB), age's
+// tag per 64 KiB chunk and its header, with room to spare.
+func partCiphertextMax(size int64) int64 { return size + size/1024 + 64<<10 }
+
 func partTitle(kind LayerKind, encrypted bool, i, n int) string {
 	if n == 1 {
 		return kind.title(encrypted)

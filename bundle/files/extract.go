@@ -151,6 +151,10 @@ func (x *extractor) xattrErr(name string, err error) error {
 // pipe.FileWriteSize for why it is small).
 const CopyBufferSize = pipe.FileWriteSize
 
+// preallocateMin is the smallest file whose blocks are reserved before it is
+// written (pipe.Preallocate): below it the extra system call gains nothing.
+const preallocateMin = 1 << 20
+
 func (x *extractor) write(name string, hdr *tar.Header, body *entries) error {
 	if parent := path.Dir(name); parent != "." {
 		if err := x.root.MkdirAll(parent, 0o700); err != nil {
@@ -185,6 +189,12 @@ func (x *extractor) write(name string, hdr *tar.Header, body *entries) error {
 	f, err := x.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
+	}
+	if hdr.Size >= preallocateMin {
+		if err := pipe.Preallocate(f, hdr.Size); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	var dst io.Writer = f
 	if x.opts.OnBytes != nil {

@@ -77,6 +77,9 @@ func (h *HashWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// Size is the number of bytes written.
+func (h *HashWriter) Size() int64 { return h.n }
+
 // Descriptor describes what was written, as a blob of mediaType.
 func (h *HashWriter) Descriptor(mediaType string) ocispec.Descriptor {
 	return ocispec.Descriptor{MediaType: mediaType, Digest: digest.NewDigest(digest.SHA256, h.h), Size: h.n}

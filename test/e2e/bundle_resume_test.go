@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kubectl-assisted/kubectl-assisted/test/harness"
@@ -191,6 +192,11 @@ func assertSpoolCiphertextOnly(t *testing.T, dir, secret string, wantBlobs int) 
 		}
 		if strings.HasSuffix(n, ".blob") {
 			blobs++
+			// Each part's file was preallocated for a part that does not
+			// compress; a complete one keeps only its size.
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks*512 > fi.Size()+64<<10 {
+				t.Fatalf("spool blob %s: %d bytes allocated for its %d bytes (the preallocation was not given back)", n, st.Blocks*512, fi.Size())
+			}
 			if !strings.HasPrefix(string(b), "age-encryption.org/v1\n") {
 				t.Fatalf("spool blob %s is not an age file", n)
 			}
