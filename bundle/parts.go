@@ -390,14 +390,14 @@ func (w *partsWriter) descriptors() []ocispec.Descriptor {
 	return out
 }
 
-// partTitle is a part's org.opencontainers.image.title: the layer's own
-// title for a layer in one part, else numbered so that the files `oras pull`
-// writes sort in order (files.part0001.tar.zst.age, ...).
 // partCiphertextMax bounds the blob of a part of size plaintext bytes that
 // does not compress: raw zstd blocks (3 bytes of header per 128 KiB), age's
 // tag per 64 KiB chunk and its header, with room to spare.
 func partCiphertextMax(size int64) int64 { return size + size/1024 + 64<<10 }
 
+// partTitle is a part's org.opencontainers.image.title: the layer's own
+// title for a layer in one part, else numbered so that the files `oras pull`
+// writes sort in order (files.part0001.tar.zst.age, ...).
 func partTitle(kind LayerKind, encrypted bool, i, n int) string {
 	if n == 1 {
 		return kind.title(encrypted)
