@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -258,12 +260,26 @@ func (s *spool) drop(key string) {
 	s.dropBlobs(key)
 }
 
-// dropBlobs removes the key's part files.
+// dropBlobs removes the key's part files, on every core: removing a file
+// the push just wrote frees its pages in the page cache, which one file
+// after the other is the last of a push's time (docs/architecture.md,
+// "Measured choices").
 func (s *spool) dropBlobs(key string) {
 	names, _ := filepath.Glob(filepath.Join(s.dir, key+".*blob"))
-	for _, n := range names {
-		_ = os.Remove(n)
+	var wg sync.WaitGroup
+	next := make(chan string)
+	for range min(len(names), runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for n := range next {
+				_ = os.Remove(n)
+			}
+		})
 	}
+	for _, n := range names {
+		next <- n
+	}
+	close(next)
+	wg.Wait()
 }
 
 // verifyBlob checks a spooled file against its descriptor: size and digest.
