@@ -202,18 +202,41 @@ func (s *State) EnsureIdentity() (*age.X25519Identity, error) {
 	return id, nil
 }
 
-// writeNew creates path (0600) with data; it never overwrites.
+// writeNew creates path (0600) with data, whole or not at all, and never
+// overwrites: data goes to a temporary file beside path, synced, which is
+// then linked at path (a link fails when path exists). A run killed before
+// the link leaves no path, so the next run generates the file again instead
+// of finding it empty (seen: a migrate killed as its bundle step started
+// left an empty signing.key, which every rerun then refused as damaged).
 func writeNew(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".new-*"))
+	for _, n := range stale {
+		_ = os.Remove(n) // what a killed run left
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".new-*") // 0600
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	defer os.Remove(f.Name())
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
-	return f.Close()
+	if beforeLink != nil {
+		beforeLink(path)
+	}
+	return os.Link(f.Name(), path)
 }
+
+// beforeLink, when set (tests), runs in writeNew once the temporary file is
+// whole, before it is published at path.
+var beforeLink func(path string)
 
 // EnsureSigningKey returns the run's ed25519 signing key, creating the pair
 // (private 0600, public 0644) on the first run. A damaged key is an error,
