@@ -34,7 +34,7 @@ func runKilledBeforeLink(t *testing.T, f func()) {
 // the generated identity or signing key leaves neither file behind (only a
 // temporary file), so the rerun generates them and goes on; before, an
 // empty signing.key made every rerun fail as "damaged". The files a rerun
-// writes are 0600 and the leftovers are gone.
+// writes are 0600 and the killed run's temporary files are gone.
 func TestState_KilledWhileWritingKeysThenRerun(t *testing.T) {
 	root := t.TempDir()
 	s, err := LoadState(root, "registry.example/node0:v1", "https://api.cluster0:6443", "assisted")
@@ -46,6 +46,15 @@ func TestState_KilledWhileWritingKeysThenRerun(t *testing.T) {
 	for _, p := range []string{s.IdentityPath(), s.SigningKeyPath()} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Fatalf("%s exists after a run killed while writing it", p)
+		}
+	}
+
+	// A killed process leaves its temporary files (the panic above let
+	// writeNew's deferred removal run; SIGKILL does not): put back what it
+	// would leave, half written.
+	for _, p := range []string{s.IdentityPath(), s.SigningKeyPath()} {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".new-123"), []byte("-----BEGIN PRIV"), 0o600); err != nil {
+			t.Fatal(err)
 		}
 	}
 
