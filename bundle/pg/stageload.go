@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -211,6 +213,13 @@ func (s *stageRun) loadTables() (*Summary, error) {
 	}
 	summary, err := s.readStream(jobs)
 	close(jobs)
+	if errors.Is(err, ErrChecksumMismatch) || errors.Is(err, ErrCorruptStream) {
+		// The stream is damaged: that is the cause, whatever a loader's
+		// COPY said of the same bytes.
+		s.cancel(errStopped)
+		_ = s.g.Wait()
+		return nil, err
+	}
 	if err != nil {
 		return nil, s.fail(err)
 	}
@@ -239,20 +248,42 @@ func (s *stageRun) readStream(jobs chan<- loadJob) (*Summary, error) {
 	tables := rs.sr.header.Tables
 	hashes := make([]*tableHash, len(tables))
 	buf := make([]byte, feedChunk)
+	verifyOnly := false // a loader's COPY refused the data: only verify the rest
 	for i, t := range tables {
-		fd := s.feeder.newFeed()
-		jobs <- loadJob{i: i, t: t, fd: fd}
-		h, err := rs.readTable(i, t, fd, buf)
+		var fd *feed
+		if !verifyOnly {
+			fd = s.feeder.newFeed()
+			jobs <- loadJob{i: i, t: t, fd: fd}
+		}
+		// When the server refused a table's data, the stream may be what is
+		// wrong, and its integrity error is the one to report: the rest is
+		// read and hashed, loading nothing.
+		h, refused, err := rs.readTable(i, t, fd, buf, s.dataRefused)
+		verifyOnly = verifyOnly || refused
 		if err != nil {
 			// The cause first, then the end of the feed: its loader's
 			// error (the feed's, wrapped) is not the cause.
 			s.cancel(errStopped)
-			fd.finish(0, err)
+			if fd != nil {
+				fd.finish(0, err)
+			}
 			return nil, err
 		}
 		hashes[i] = h
 	}
-	return rs.sr.finish(hashes)
+	summary, err := rs.sr.finish(hashes)
+	if err == nil && verifyOnly {
+		err = errLoadAborted // the stream is sound: the loader's error is the cause
+	}
+	return summary, err
+}
+
+// dataRefused tells whether a loader failed because the server refused the
+// data it was given (SQLSTATE class 22, data exception: a COPY whose rows or
+// binary header do not parse).
+func (s *stageRun) dataRefused() bool {
+	var pe *pgconn.PgError
+	return errors.As(context.Cause(s.ctx), &pe) && strings.HasPrefix(pe.Code, "22")
 }
 
 // loader copies the tables of jobs, one after the other, on c.
@@ -383,18 +414,25 @@ type loadJob struct {
 
 // readTable reads table i's data from the stream into its feed, hashing and
 // counting it as the dump did.
-func (rs *restorer) readTable(i int, t streamTable, fd *feed, buf []byte) (*tableHash, error) {
+// fd nil reads and hashes the table only; so does the rest of the table
+// when fd refuses data and verify says to go on (refused is then true).
+func (rs *restorer) readTable(i int, t streamTable, fd *feed, buf []byte, verify func() bool) (h *tableHash, refused bool, err error) {
 	name := t.Schema + "." + t.Name
 	ev := ProgressEvent{Phase: PhaseData, Table: name, TablesDone: i, TablesTotal: len(rs.sr.header.Tables), Bytes: rs.bytes}
 	rs.progress(ev)
-	h := t.newHash()
+	h = t.newHash()
 	src := rs.sr.tableData(i + 1)
 	for {
 		n, err := io.ReadFull(src, buf)
 		if n > 0 {
 			_, _ = h.Write(buf[:n])
-			if perr := fd.push(buf[:n]); perr != nil {
-				return nil, perr
+			if fd != nil {
+				if perr := fd.push(buf[:n]); perr != nil {
+					if !errors.Is(perr, errLoadAborted) || !verify() {
+						return nil, refused, perr
+					}
+					fd, refused = nil, true
+				}
 			}
 			ev.TableBytes += int64(n)
 			ev.Bytes += int64(n)
@@ -407,14 +445,16 @@ func (rs *restorer) readTable(i int, t streamTable, fd *feed, buf []byte) (*tabl
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("restore table %s: %w", name, err)
+			return nil, refused, fmt.Errorf("restore table %s: %w", name, err)
 		}
 	}
 	if t.NoData && h.bytes > 0 {
-		return nil, corrupt("table %s is marked without data but has data members", name)
+		return nil, refused, corrupt("table %s is marked without data but has data members", name)
 	}
-	fd.finish(h.rows, nil)
-	return h, nil
+	if fd != nil {
+		fd.finish(h.rows, nil)
+	}
+	return h, refused, nil
 }
 
 // load copies one table from its feed into its staging table on c, in a
