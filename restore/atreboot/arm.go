@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kubectl-assisted/kubectl-assisted/restore/internal/atomicfile"
 )
 
 // UpstreamStopTimeouts are the installer's units' TimeoutStopSec where the
@@ -341,7 +343,7 @@ func writeIfChanged(path string, data []byte, mode fs.FileMode) (bool, error) {
 			return false, nil
 		}
 	}
-	return true, writeAtomic(path, data, mode)
+	return true, atomicfile.Write(path, data, mode)
 }
 
 // mkdirAllRecord makes dir and its missing parents with mode and returns

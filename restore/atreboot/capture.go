@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/files"
+	"github.com/kubectl-assisted/kubectl-assisted/restore/internal/atomicfile"
 )
 
 // CaptureMarker is written beside the captured copy once it is complete.
@@ -62,7 +63,7 @@ func Capture(ctx context.Context, s *Spec) (*CaptureInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(marker, append(data, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(marker, append(data, '\n'), 0o600); err != nil {
 		return nil, err
 	}
 	return info, nil

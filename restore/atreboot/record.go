@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-assisted/kubectl-assisted/restore/internal/atomicfile"
 )
 
 // Outcome is how a hold ended.
@@ -105,7 +107,7 @@ func WriteRecordFile(dir string, r *Record) (string, error) {
 		return "", err
 	}
 	p := filepath.Join(dir, RecordFile)
-	return p, writeAtomic(p, append(data, '\n'), 0o600)
+	return p, atomicfile.Write(p, append(data, '\n'), 0o600)
 }
 
 // WriteRecordConfigMap creates or replaces the record ConfigMap in ns.
