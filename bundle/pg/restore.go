@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Restore reads a dump stream from r into the database at connString, all or
@@ -226,6 +227,12 @@ func (rs *restorer) run(ctx context.Context, pre []object) (*Summary, error) {
 	for i, t := range tables {
 		h, rb, err := rs.loadTable(ctx, i, t)
 		if err != nil {
+			var refused *refusedDataError
+			if errors.As(err, &refused) {
+				// The server refused the table's bytes: the stream may be
+				// what is wrong, and its integrity error is the cause.
+				return nil, rs.judgeStream(i, refused, hashes)
+			}
 			return nil, err
 		}
 		hashes[i], readback[i] = h, rb
@@ -304,7 +311,11 @@ func (rs *restorer) copyIn(ctx context.Context, i int, t streamTable, target str
 		return nil, fmt.Errorf("restore table %s: %w", name, src.err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("restore table %s: %w", name, err)
+		err = fmt.Errorf("restore table %s: %w", name, err)
+		if isDataException(err) {
+			return nil, &refusedDataError{err: err, h: streamed, src: src}
+		}
+		return nil, err
 	}
 	if t.NoData && streamed.bytes > 0 {
 		return nil, corrupt("table %s is marked without data but has data members", name)
@@ -314,6 +325,55 @@ func (rs *restorer) copyIn(ctx context.Context, i int, t streamTable, target str
 	}
 	rs.log.Debug("loaded table", "table", name, "rows", streamed.rows, "bytes", streamed.bytes)
 	return streamed, nil
+}
+
+// refusedDataError is a table's COPY that the server refused as bad data
+// (isDataException), with what is needed to read the rest of the table's
+// stream: the reader COPY read from and the hash of what it read.
+type refusedDataError struct {
+	err error
+	h   *tableHash
+	src io.Reader
+}
+
+func (e *refusedDataError) Error() string { return e.err.Error() }
+func (e *refusedDataError) Unwrap() error { return e.err }
+
+// judgeStream reads and hashes the rest of the stream after the server
+// refused table i's data (refused), loading nothing, and checks it against
+// its summary. It returns the stream's integrity error when it has one (a
+// damaged stream is the cause of whatever the server said of its bytes),
+// else the server's refusal. hashes holds the tables before i.
+func (rs *restorer) judgeStream(i int, refused *refusedDataError, hashes []*tableHash) error {
+	tables := rs.sr.header.Tables
+	t := tables[i]
+	if _, err := io.Copy(refused.h, refused.src); err != nil {
+		return fmt.Errorf("restore table %s.%s: %w", t.Schema, t.Name, err)
+	}
+	if t.NoData && refused.h.bytes > 0 {
+		return corrupt("table %s.%s is marked without data but has data members", t.Schema, t.Name)
+	}
+	hashes[i] = refused.h
+	buf := make([]byte, feedChunk)
+	for j := i + 1; j < len(tables); j++ {
+		h, _, err := rs.readTable(j, tables[j], nil, buf, nil)
+		if err != nil {
+			return err
+		}
+		hashes[j] = h
+	}
+	if _, err := rs.sr.finish(hashes); err != nil {
+		return err
+	}
+	return refused.err
+}
+
+// isDataException tells whether err is the server refusing the data it was
+// given (SQLSTATE class 22, data exception: a COPY whose rows or binary
+// header do not parse).
+func isDataException(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22")
 }
 
 // recordingReader hashes what COPY FROM reads and keeps the stream's own

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -281,10 +279,7 @@ func (s *stageRun) readStream(jobs chan<- loadJob) (*Summary, error) {
 // dataRefused tells whether a loader failed because the server refused the
 // data it was given (SQLSTATE class 22, data exception: a COPY whose rows or
 // binary header do not parse).
-func (s *stageRun) dataRefused() bool {
-	var pe *pgconn.PgError
-	return errors.As(context.Cause(s.ctx), &pe) && strings.HasPrefix(pe.Code, "22")
-}
+func (s *stageRun) dataRefused() bool { return isDataException(context.Cause(s.ctx)) }
 
 // loader copies the tables of jobs, one after the other, on c.
 func (s *stageRun) loader(c *pgx.Conn, jobs <-chan loadJob) error {

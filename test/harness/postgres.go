@@ -96,7 +96,19 @@ func NewDatabase(t testing.TB) *Database {
 	return newDatabaseOn(t, sharedServerURL())
 }
 
+// NewDatabaseEncoded is NewDatabase with another server encoding (and the C
+// locale, which suits any).
+func NewDatabaseEncoded(t testing.TB, encoding string) *Database {
+	t.Helper()
+	return newDatabaseWith(t, sharedServerURL(), "ENCODING '"+encoding+"' LC_COLLATE 'C' LC_CTYPE 'C'")
+}
+
 func newDatabaseOn(t testing.TB, serverURL string) *Database {
+	t.Helper()
+	return newDatabaseWith(t, serverURL, "ENCODING 'UTF8'")
+}
+
+func newDatabaseWith(t testing.TB, serverURL, options string) *Database {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -106,7 +118,7 @@ func newDatabaseOn(t testing.TB, serverURL string) *Database {
 	}
 	defer admin.Close(context.Background())
 	name := "kat_" + randHex(6)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE template0 ENCODING 'UTF8'"); err != nil {
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE template0 "+options); err != nil {
 		t.Fatalf("create database: %v", err)
 	}
 	t.Cleanup(func() {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/kubectl-assisted/kubectl-assisted/bundle/pg"
 	"github.com/kubectl-assisted/kubectl-assisted/test/assisted"
@@ -365,8 +366,6 @@ func (s *slowReader) Read(p []byte) (int, error) {
 func TestRestoreRefusedDataReportsTheDamage(t *testing.T) {
 	src := assisted.NewDatabase(t, assisted.Small)
 	stream, _ := dump(t, src.URL, pg.DumpOptions{ChunkSize: 256 << 10})
-	dst := harness.NewDatabase(t)
-	before := seededTarget(t, dst)
 	broken := rewriteStream(t, stream, func(name string, body []byte) []byte {
 		if name != "data/0001/000000.copy" {
 			return body
@@ -376,9 +375,48 @@ func TestRestoreRefusedDataReportsTheDamage(t *testing.T) {
 		}
 		return body[bytes.IndexByte(body, '\n')+1:]
 	})
-	_, err := pg.Restore(ctxFor(t), dst.URL, &slowReader{r: bytes.NewReader(broken), pause: 2 * time.Millisecond}, pg.RestoreOptions{Replace: true})
-	if !errors.Is(err, pg.ErrChecksumMismatch) {
-		t.Fatalf("err = %v, want %v", err, pg.ErrChecksumMismatch)
+	// Both ways of restoring: in stages (stageload.go) and in one
+	// transaction (restore.go), each with its own reader of the stream.
+	for _, single := range []bool{false, true} {
+		t.Run(fmt.Sprintf("single-transaction=%t", single), func(t *testing.T) {
+			dst := harness.NewDatabase(t)
+			before := seededTarget(t, dst)
+			_, err := pg.Restore(ctxFor(t), dst.URL, &slowReader{r: bytes.NewReader(broken), pause: 2 * time.Millisecond},
+				pg.RestoreOptions{Replace: true, SingleTransaction: single})
+			if !errors.Is(err, pg.ErrChecksumMismatch) {
+				t.Fatalf("err = %v, want %v", err, pg.ErrChecksumMismatch)
+			}
+			assertSameText(t, "target", before, state(t, dst.URL))
+		})
 	}
-	assertSameText(t, "target", before, state(t, dst.URL))
+}
+
+// TestRestoreRefusedSoundDataReportsTheServer: a sound stream whose data the
+// server refuses (a UTF-8 dump holding a character that the target
+// database's LATIN1 encoding has no equivalent for, SQLSTATE 22P05) is
+// reported as the server's refusal, after the restore read the rest of the
+// stream and found it sound; the target is left as it was.
+func TestRestoreRefusedSoundDataReportsTheServer(t *testing.T) {
+	src := assisted.NewDatabase(t, assisted.Small)
+	src.Exec(t, "UPDATE public.clusters SET name = name || ' 日本'")
+	stream, _ := dump(t, src.URL, pg.DumpOptions{ChunkSize: 256 << 10})
+	for _, single := range []bool{false, true} {
+		t.Run(fmt.Sprintf("single-transaction=%t", single), func(t *testing.T) {
+			dst := harness.NewDatabaseEncoded(t, "LATIN1")
+			before := seededTarget(t, dst)
+			_, err := pg.Restore(ctxFor(t), dst.URL, &slowReader{r: bytes.NewReader(stream), pause: time.Millisecond},
+				pg.RestoreOptions{Replace: true, SingleTransaction: single})
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "22P05" {
+				t.Fatalf("err = %v, want the server's SQLSTATE 22P05", err)
+			}
+			if errors.Is(err, pg.ErrChecksumMismatch) || errors.Is(err, pg.ErrCorruptStream) {
+				t.Fatalf("err = %v: a sound stream reported as damaged", err)
+			}
+			if !strings.Contains(err.Error(), "clusters") {
+				t.Fatalf("err = %v, want it to name the table", err)
+			}
+			assertSameText(t, "target", before, state(t, dst.URL))
+		})
+	}
 }
