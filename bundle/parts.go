@@ -186,11 +186,13 @@ func (w *partsWriter) open() error {
 			_ = os.Remove(op.st.file)
 			return fmt.Errorf("spool: %w (give --spool-dir on a filesystem with room for the layer, or --no-spool)", err)
 		}
-		op.f, op.hw = f, oci.NewHashWriter(pipe.FileWriter{F: f}, nil)
+		op.f, op.hw = f, oci.NewHashWriter(&pipe.FileWriter{F: f}, nil)
 		if w.fileBufs != nil {
 			op.aw, w.fileBufs = pipe.NewAsyncWriterWith(op.hw, w.fileBufs), nil
 		} else {
-			op.aw = pipe.NewAsyncWriter(op.hw, 256<<10, 8)
+			// Buffers of a whole sealed batch: the encrypter seals into
+			// them in place (codec.Filler).
+			op.aw = pipe.NewAsyncWriter(op.hw, codec.SealedBatch, 4)
 		}
 		dst = op.aw
 	} else {

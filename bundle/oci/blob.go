@@ -269,7 +269,7 @@ func newSpoolBlob(ctx context.Context, repo *remote.Repository, mediaType string
 	u.ctx = ctx // the upload stops with Abort too
 	b := &spoolBlob{ctx: ctx, cancel: cancel, path: opts.SpoolFile, f: f, u: u, mediaType: mediaType, onUpload: opts.OnUpload, onComplete: opts.OnComplete, upDone: make(chan struct{})}
 	b.cond = sync.NewCond(&b.mu)
-	b.hw = NewHashWriter(pipe.FileWriter{F: f}, b.grew)
+	b.hw = NewHashWriter(&pipe.FileWriter{F: f}, b.grew)
 	b.aw = pipe.NewAsyncWriter(b.hw, storeBufSize, storeBufs)
 	stopWake := context.AfterFunc(ctx, func() {
 		b.mu.Lock()

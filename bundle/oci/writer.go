@@ -157,7 +157,7 @@ func (w *layoutWriter) NewBlob(ctx context.Context, mediaType string, opts BlobO
 		return nil, fmt.Errorf("stage blob: %w", err)
 	}
 	w.temps = append(w.temps, f.Name())
-	hw := NewHashWriter(pipe.FileWriter{F: f}, nil)
+	hw := NewHashWriter(&pipe.FileWriter{F: f}, nil)
 	return &layoutBlob{ctx: ctx, w: w, f: f, hw: hw, aw: pipe.NewAsyncWriter(hw, storeBufSize, storeBufs), mediaType: mediaType, onUpload: opts.OnUpload}, nil
 }
 

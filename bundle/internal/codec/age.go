@@ -348,15 +348,35 @@ func incAgeNonce(nonce *[chacha20poly1305.NonceSize]byte) {
 // a batch of chunks at a time by two goroutines, as the v1 format defines it
 // (see ageDecrypter); age's own writer, which seals one chunk at a time,
 // is never used for the payload.
+//
+// Chunks are sealed from where the caller's bytes lie, out of place: only
+// what might be the stream's last chunk (the end of each Write, at most one
+// chunk) is copied and held until more bytes or Close say whether it is.
+// When dst is a Filler (a pipe.AsyncWriter), the sealed batch is written
+// straight into its buffer; else into sealed, then to dst.
 type ageEncrypter struct {
 	dst    io.Writer
+	fill   Filler // dst's in-place writes, or nil
 	aead   cipher.AEAD
 	nonce  [chacha20poly1305.NonceSize]byte
-	plain  []byte // up to ageBatch chunks of plaintext not yet sealed
-	sealed []byte
+	plain  []byte   // held plaintext, up to one chunk, not yet sealed
+	batch  [][]byte // the chunks of the batch being sealed
+	sealed []byte   // the sealed batch, when dst is not a Filler (made when first needed)
 	nonces [][chacha20poly1305.NonceSize]byte
 	err    error
 }
+
+// Filler is a writer that lets a producer write into its buffer in place
+// (pipe.AsyncWriter.Fill): fill writes exactly n bytes, n at most
+// FillMax.
+type Filler interface {
+	Fill(n int, fill func(b []byte)) error
+	FillMax() int
+}
+
+// SealedBatch is the size of a full batch of sealed chunks: a Filler whose
+// FillMax is at least this takes every batch in place.
+const SealedBatch = ageBatch * ageSealed
 
 // keyCapture wraps a recipient to note the file key age generated.
 type keyCapture struct {
@@ -419,28 +439,52 @@ func newAgeEncrypterWith(dst io.Writer, prev *ageEncrypter, recipients ...age.Re
 		return nil, err
 	}
 	if prev == nil {
-		prev = &ageEncrypter{plain: make([]byte, 0, ageBatch*ageChunk), sealed: make([]byte, ageBatch*ageSealed),
+		prev = &ageEncrypter{plain: make([]byte, 0, ageChunk), batch: make([][]byte, 0, ageBatch),
 			nonces: make([][chacha20poly1305.NonceSize]byte, ageBatch)}
 	}
-	return &ageEncrypter{dst: dst, aead: aead, plain: prev.plain[:0], sealed: prev.sealed, nonces: prev.nonces}, nil
+	e := &ageEncrypter{dst: dst, aead: aead, plain: prev.plain[:0], batch: prev.batch[:0], sealed: prev.sealed, nonces: prev.nonces}
+	if f, ok := dst.(Filler); ok && f.FillMax() >= SealedBatch {
+		e.fill = f
+	}
+	return e, nil
 }
 
 func (e *ageEncrypter) Write(p []byte) (int, error) {
 	if e.err != nil {
 		return 0, e.err
 	}
-	n := 0
-	for len(p) > 0 {
-		if len(e.plain) == cap(e.plain) {
-			// A full batch with more to come: none of it is the last chunk.
-			if e.err = e.flush(false); e.err != nil {
-				return n, e.err
-			}
-		}
-		m := copy(e.plain[len(e.plain):cap(e.plain)], p)
-		e.plain = e.plain[:len(e.plain)+m]
-		p, n = p[m:], n+m
+	n := len(p)
+	// Complete a partial chunk held from the last Write.
+	if len(e.plain) > 0 && len(e.plain) < ageChunk {
+		m := copy(e.plain[len(e.plain):ageChunk], p)
+		e.plain, p = e.plain[:len(e.plain)+m], p[m:]
 	}
+	if len(p) == 0 {
+		return n, nil
+	}
+	// More bytes follow the held chunk, if any, and every whole chunk of p
+	// but its end: none of them is the last.
+	batch := e.batch[:0]
+	if len(e.plain) == ageChunk {
+		batch = append(batch, e.plain)
+	}
+	for len(p) > ageChunk {
+		batch = append(batch, p[:ageChunk])
+		p = p[ageChunk:]
+		if len(batch) == ageBatch {
+			if e.err = e.seal(batch, false); e.err != nil {
+				return 0, e.err
+			}
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		if e.err = e.seal(batch, false); e.err != nil {
+			return 0, e.err
+		}
+	}
+	// The end of p (1 to ageChunk bytes) may end the stream: held.
+	e.plain = append(e.plain[:0], p...)
 	return n, nil
 }
 
@@ -450,7 +494,8 @@ func (e *ageEncrypter) Close() error {
 	if e.err != nil {
 		return e.err
 	}
-	e.err = e.flush(true)
+	e.err = e.seal([][]byte{e.plain}, true)
+	e.plain = e.plain[:0]
 	if e.err == nil {
 		e.err = errors.New("the encrypted stream is closed")
 		return nil
@@ -458,30 +503,33 @@ func (e *ageEncrypter) Close() error {
 	return e.err
 }
 
-func (e *ageEncrypter) flush(last bool) error {
-	k := (len(e.plain) + ageChunk - 1) / ageChunk
-	if k == 0 {
-		k = 1 // only at Close of an empty stream: one empty last chunk
-	}
-	for i := 0; i < k; i++ {
+// seal seals the chunks of batch (each whole but the last chunk of the
+// stream, which last marks) and writes them to dst.
+func (e *ageEncrypter) seal(batch [][]byte, last bool) error {
+	k := len(batch)
+	size := 0
+	for i, c := range batch {
 		e.nonces[i] = e.nonce
 		incAgeNonce(&e.nonce)
+		size += len(c) + ageTag
 	}
 	if last {
 		e.nonces[k-1][chacha20poly1305.NonceSize-1] = 1
 	}
-	seal := func(from, to int) {
-		for i := from; i < to; i++ {
-			chunk := e.plain[i*ageChunk : min((i+1)*ageChunk, len(e.plain))]
-			e.aead.Seal(e.sealed[i*ageSealed:i*ageSealed], e.nonces[i][:], chunk, nil)
-		}
+	into := func(out []byte) {
+		inHalves(k, func(from, to int) {
+			for i := from; i < to; i++ {
+				e.aead.Seal(out[i*ageSealed:i*ageSealed], e.nonces[i][:], batch[i], nil)
+			}
+		})
 	}
-	inHalves(k, seal)
-	size := (k-1)*ageSealed + (len(e.plain) - (k-1)*ageChunk) + ageTag
-	if len(e.plain) == 0 {
-		size = ageTag
+	if e.fill != nil {
+		return e.fill.Fill(size, into)
 	}
-	e.plain = e.plain[:0]
+	if e.sealed == nil {
+		e.sealed = make([]byte, SealedBatch)
+	}
+	into(e.sealed[:size])
 	_, err := e.dst.Write(e.sealed[:size])
 	return err
 }

@@ -225,34 +225,60 @@ func TestAgeEncrypterAgeReads(t *testing.T) {
 				{"x25519", []age.Recipient{other.Recipient(), id.Recipient()}, []age.Identity{id, other}},
 				{"hybrid", []age.Recipient{pq.Recipient()}, []age.Identity{pq}},
 			} {
-				var enc bytes.Buffer
-				w, err := newAgeEncrypter(&enc, rc.to...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for p := plain; len(p) > 0; {
-					n := min(step, len(p))
-					if _, err := w.Write(p[:n]); err != nil {
+				for _, dst := range []string{"buffer", "filler", "small filler"} {
+					var enc bytes.Buffer
+					var out io.Writer = &enc
+					var aw *pipe.AsyncWriter
+					switch dst {
+					case "filler": // sealed in place in its buffers
+						aw = pipe.NewAsyncWriter(&enc, SealedBatch, 2)
+					case "small filler": // too small for a batch: sealed aside, then written
+						aw = pipe.NewAsyncWriter(&enc, SealedBatch-1, 2)
+					}
+					if aw != nil {
+						out = aw
+					}
+					w, err := newAgeEncrypter(out, rc.to...)
+					if err != nil {
 						t.Fatal(err)
 					}
-					p = p[n:]
-				}
-				if err := w.Close(); err != nil {
-					t.Fatal(err)
-				}
-				for _, ident := range rc.ids {
-					r, err := age.Decrypt(bytes.NewReader(enc.Bytes()), ident)
-					if err != nil {
-						t.Fatalf("%s size %d step %d: age: %v", rc.name, size, step, err)
+					if (w.fill != nil) != (dst == "filler") {
+						t.Fatalf("%s: sealed in place: %v", dst, w.fill != nil)
 					}
-					got, err := io.ReadAll(r)
+					src := bytes.Clone(plain)
+					for p := src; len(p) > 0; {
+						n := min(step, len(p))
+						if _, err := w.Write(p[:n]); err != nil {
+							t.Fatal(err)
+						}
+						// The caller may reuse its buffer once Write returned.
+						for i := range p[:n] {
+							p[i] = ^p[i]
+						}
+						p = p[n:]
+					}
+					if err := w.Close(); err != nil {
+						t.Fatal(err)
+					}
+					if aw != nil {
+						if err := aw.Close(); err != nil {
+							t.Fatal(err)
+						}
+					}
+					for _, ident := range rc.ids {
+						r, err := age.Decrypt(bytes.NewReader(enc.Bytes()), ident)
+						if err != nil {
+							t.Fatalf("%s %s size %d step %d: age: %v", rc.name, dst, size, step, err)
+						}
+						got, err := io.ReadAll(r)
+						if err != nil || !bytes.Equal(got, plain) {
+							t.Fatalf("%s %s size %d step %d: age reads %d bytes (%v), want the %d written", rc.name, dst, size, step, len(got), err, size)
+						}
+					}
+					got, err := decryptAll(enc.Bytes(), rc.ids[0], false)
 					if err != nil || !bytes.Equal(got, plain) {
-						t.Fatalf("%s size %d step %d: age reads %d bytes (%v), want the %d written", rc.name, size, step, len(got), err, size)
+						t.Fatalf("%s size %d step %d: the decrypter reads %d bytes (%v)", rc.name, size, step, len(got), err)
 					}
-				}
-				got, err := decryptAll(enc.Bytes(), rc.ids[0], false)
-				if err != nil || !bytes.Equal(got, plain) {
-					t.Fatalf("%s size %d step %d: the decrypter reads %d bytes (%v)", rc.name, size, step, len(got), err)
 				}
 			}
 		}

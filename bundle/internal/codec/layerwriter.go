@@ -29,9 +29,11 @@ type LayerWriter struct {
 	stored *rawFrame
 }
 
-// Sizes of the hand-off between zstd and age: whole age chunks.
+// Sizes of the hand-off between zstd and age: a batch of whole age chunks,
+// so that the encrypter seals all but one chunk of each buffer where it
+// lies (ageEncrypter.Write).
 const (
-	encryptBufSize = 256 << 10
+	encryptBufSize = ageBatch * ageChunk
 	encryptBufs    = 4
 )
 

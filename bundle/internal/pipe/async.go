@@ -3,6 +3,7 @@ package pipe
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 )
@@ -125,6 +126,32 @@ func (w *AsyncWriter) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// Fill writes n bytes in place: fill is given the next n bytes of the
+// current buffer (a fresh one when they do not fit in what is left of it)
+// and must write every one of them; no copy is made. n is at most FillMax.
+func (w *AsyncWriter) Fill(n int, fill func(b []byte)) error {
+	if w.closed {
+		return errClosed
+	}
+	if n > cap(w.cur) {
+		return fmt.Errorf("fill of %d bytes: the buffers hold %d", n, cap(w.cur))
+	}
+	if cap(w.cur)-len(w.cur) < n {
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
+	fill(w.cur[len(w.cur) : len(w.cur)+n])
+	w.cur = w.cur[:len(w.cur)+n]
+	if len(w.cur) == cap(w.cur) {
+		return w.flush()
+	}
+	return nil
+}
+
+// FillMax is the most one Fill takes: the size of a buffer.
+func (w *AsyncWriter) FillMax() int { return cap(w.cur) }
 
 func (w *AsyncWriter) flush() error {
 	select {
