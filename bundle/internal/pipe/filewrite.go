@@ -30,20 +30,6 @@ func WriteAt(f *os.File, b []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// Write writes b to w in writes of at most FileWriteSize bytes.
-func Write(w interface{ Write([]byte) (int, error) }, b []byte) (int, error) {
-	n := 0
-	for len(b) > 0 {
-		m, err := w.Write(b[:min(len(b), FileWriteSize)])
-		n += m
-		if err != nil {
-			return n, err
-		}
-		b = b[m:]
-	}
-	return n, nil
-}
-
 // FileWriter writes to F, a file written from its start, in writes of at
 // most FileWriteSize bytes that begin at multiples of FileWriteSize in the
 // file whatever the sizes of the writes it is given: a write that starts or
