@@ -462,7 +462,13 @@ func (c *Cluster) importSandboxImage(ctr string) error {
 	if err := img.WriteArchive(tarball, SandboxImage); err != nil {
 		return err
 	}
-	if out, err := exec.Command(ctr, "--address", c.socket, "-n", "k8s.io", "images", "import", "--index-name", SandboxImage, tarball).CombinedOutput(); err != nil {
+	// The archive's index names the image (WriteArchive's annotations), and
+	// that is the only name given: with --index-name as well, ctr 1.6 makes
+	// the same name point first at a new index blob, then at the manifest,
+	// and unpacks both; containerd's garbage collector may take the index
+	// blob between the two (seen: 1 import in 20 failed with "content digest
+	// ... not found", none in 40 without it).
+	if out, err := exec.Command(ctr, "--address", c.socket, "-n", "k8s.io", "images", "import", tarball).CombinedOutput(); err != nil {
 		return fmt.Errorf("ctr images import %s: %v %s", SandboxImage, err, out)
 	}
 	return nil

@@ -101,6 +101,11 @@ func StartNMHost(t testing.TB, nics []NIC, prepare func(root string)) *NMHost {
 	if prepare != nil {
 		prepare(h.Root)
 	}
+	cg, err := newNspawnCgroup("kat-nm")
+	if err != nil {
+		Unavailable(t, "a cgroup for systemd-nspawn", err)
+	}
+	t.Cleanup(cg.remove) // registered before h.stop, so it runs after it
 	t.Cleanup(h.stop)
 
 	wire, err := StartProcess("wire namespace", exec.Command("unshare", "--net", "sleep", "infinity"))
@@ -114,6 +119,7 @@ func StartNMHost(t testing.TB, nics []NIC, prepare func(root string)) *NMHost {
 	cmd := exec.Command("unshare", "--pid", "--fork", "--kill-child", "systemd-nspawn",
 		"--register=no", "--keep-unit", "--quiet", "-D", h.Root, "-M", "kat-nm", "-b", "--console=passive",
 		"--private-network", "--resolv-conf=off", "--timezone=off", "--link-journal=no")
+	cg.wrap(cmd)
 	if h.nspawn, err = StartProcess("systemd-nspawn", cmd); err != nil {
 		t.Fatal(err)
 	}

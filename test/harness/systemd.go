@@ -66,6 +66,7 @@ type Systemd struct {
 	Machine string
 
 	nspawn   *exec.Cmd
+	cgroup   *nspawnCgroup
 	leader   int
 	out      *syncBuffer
 	done     chan struct{}
@@ -159,6 +160,14 @@ func StartSystemd(t testing.TB, opts SystemdOptions) *Systemd {
 		args = append(args, "--bind-ro="+b)
 	}
 	s.nspawn = exec.Command("systemd-nspawn", args...)
+	if s.cgroup, err = newNspawnCgroup(opts.Machine); err != nil {
+		Unavailable(t, "a cgroup for systemd-nspawn", err)
+	}
+	t.Cleanup(func() { // registered after the one above, so it runs first
+		s.kill()
+		s.cgroup.remove()
+	})
+	s.cgroup.wrap(s.nspawn)
 	s.nspawn.Stdout, s.nspawn.Stderr = s.out, s.out
 	// Its own process group: a signal to the test's group does not reach it.
 	s.nspawn.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -1,9 +1,15 @@
 package harness
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -106,4 +112,87 @@ TimeoutStopSec=60
 			t.Logf("%s: reboot asked, systemd-nspawn ended %s later", tc.name, held.Round(time.Millisecond))
 		})
 	}
+}
+
+// TestSystemd_ContainersHaveCgroupsOfTheirOwn: two containers up at once,
+// restarting a unit of the same name over and over, each in a cgroup of its
+// own under kat-nspawn in every hierarchy systemd tracks processes in (not
+// the hierarchies' roots, where both systemds would build the same
+// system.slice/kat-loop.service and remove it under each other: status
+// 219/CGROUP); no restart fails, each unit's process is under its own
+// container's cgroup, and the cgroups are gone after the test.
+func TestSystemd_ContainersHaveCgroupsOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	var dirs []string
+	t.Run("two at once", func(t *testing.T) {
+		unit := map[string]File{"/etc/systemd/system/kat-loop.service": {Data: []byte("[Unit]\nStartLimitIntervalSec=0\n[Service]\nExecStart=/bin/sleep infinity\n")}}
+		boxes := []*Systemd{StartSystemd(t, SystemdOptions{Files: unit}), StartSystemd(t, SystemdOptions{Files: unit})}
+		seen := map[string]string{} // cgroup: the container whose PID 1 is in it
+		for _, s := range boxes {
+			cgs := hostCgroups(t, s.leader)
+			if len(cgs) == 0 {
+				t.Fatalf("%s's PID 1: no name=systemd or cgroup2 line in /proc/%d/cgroup", s.Machine, s.leader)
+			}
+			for _, cg := range cgs {
+				if other := seen[cg]; !strings.HasPrefix(cg, "/"+nspawnCgroupParent+"/") || (other != "" && other != s.Machine) {
+					t.Fatalf("%s's PID 1 is in cgroup %q (all: %v; seen: %v), want one of its own under /%s", s.Machine, cg, cgs, seen, nspawnCgroupParent)
+				}
+				seen[cg] = s.Machine
+			}
+			dirs = append(dirs, s.cgroup.dirs...)
+		}
+		errs := make(chan string, 2*20)
+		var wg sync.WaitGroup
+		for _, s := range boxes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 20 {
+					if r := s.exec(context.Background(), nil, "systemctl", "restart", "kat-loop.service"); r.ExitCode != 0 {
+						errs <- s.Machine + ": " + r.Combined()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Errorf("systemctl restart kat-loop.service failed in %s", e)
+		}
+		for _, s := range boxes {
+			for _, d := range s.cgroup.dirs {
+				b, err := os.ReadFile(filepath.Join(d, "payload", "system.slice", "kat-loop.service", "cgroup.procs"))
+				if err != nil || len(strings.Fields(string(b))) != 1 {
+					t.Errorf("%s: the unit's cgroup under the container's (%s): %q, %v; want its one process", s.Machine, d, b, err)
+				}
+			}
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("cgroup %s still there after the test (%v)", d, err)
+		}
+	}
+}
+
+// hostCgroups are pid's cgroups in the hierarchies systemd may track
+// processes in (name=systemd, the cgroup2 one), as the host sees them.
+func hostCgroups(t *testing.T, pid int) []string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cgs []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(l, "0::"); ok {
+			cgs = append(cgs, p)
+		} else if i := strings.Index(l, ":name=systemd:"); i >= 0 {
+			cgs = append(cgs, l[i+len(":name=systemd:"):])
+		}
+	}
+	return cgs
 }
