@@ -103,6 +103,31 @@ func TestApprovalRefusedByAPIServer(t *testing.T) {
 	}
 }
 
+// The run's end may come while an approval is on its way (here: the API
+// server's answer to the second attempt comes after Timeout): that cut
+// attempt says nothing, so the host's outcome is still what the first,
+// whole attempt learned, not "last stage reached: FirstCSRPending" (seen
+// once in make test, where the end fell inside an attempt by chance).
+func TestApprovalCutByTheEndKeepsWhatTheLastWholeAttemptSaid(t *testing.T) {
+	t.Parallel()
+	kube := fake.NewClientset(bootstrapCSR(t, "csr-1", "extra-worker-0"))
+	attempts := 0
+	kube.PrependReactor("update", "certificatesigningrequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		attempts++ // the reactor runs in the monitor's one goroutine that approves
+		if attempts > 1 {
+			time.Sleep(4 * time.Second) // past runApproving's Timeout (3 s)
+		}
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "certificates.k8s.io", Resource: "signers"}, "kubernetes.io/kube-apiserver-client-kubelet", nil)
+	})
+	res, _ := runApproving(t, kube)
+	if attempts != 2 {
+		t.Fatalf("%d approval attempts, want 2 (the second cut by the end)", attempts)
+	}
+	if res.Outcome != OutcomeCSRBlocked || !strings.Contains(res.Hosts[0].Problem, "approving it failed") {
+		t.Fatalf("outcome %s problem %q", res.Outcome, res.Hosts[0].Problem)
+	}
+}
+
 // A look-alike CSR (same node name, wrong requester) stays pending and is
 // refused; once the host's own client CSR is approved, the refused one is
 // listed among the host's CSRs but is not the host's outcome: the host is

@@ -146,7 +146,12 @@ func (m *monitor) decide(ctx context.Context, obj *certificatesv1.CertificateSig
 	var msg string
 	switch {
 	case d.Approve && m.o.ApproveCSRs:
-		m.recordCSR(h, r, "", nil) // the pending stage comes first
+		if h == nil || h.csrs[r.Name] == nil {
+			// The pending stage comes first. A CSR seen before keeps what
+			// the last attempt learned until this one has an answer: an
+			// attempt cut by the run's end has none.
+			m.recordCSR(h, r, "", nil)
+		}
 		if err := approve(ctx, m.o.Kube, obj, d, m.strict[d.Host].Hostname); err != nil {
 			if ctx.Err() != nil {
 				return // the run is over
