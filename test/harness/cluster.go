@@ -332,16 +332,28 @@ func unmountUnder(dir string) {
 func removeCgroups(name string) {
 	roots, _ := filepath.Glob("/sys/fs/cgroup/*/" + name)
 	for _, root := range roots {
-		var dirs []string
-		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		for i := len(dirs) - 1; i >= 0; i-- {
-			_ = syscall.Rmdir(dirs[i])
+		rmdirTree(cgroupTree(root))
+	}
+}
+
+// cgroupTree is the cgroup at root and every cgroup under it, parents
+// before children.
+func cgroupTree(root string) []string {
+	var dirs []string
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
 		}
+		return nil
+	})
+	return dirs
+}
+
+// rmdirTree removes the cgroups of a tree (as cgroupTree lists it),
+// children first; those still in use stay.
+func rmdirTree(dirs []string) {
+	for i := len(dirs) - 1; i >= 0; i-- {
+		_ = syscall.Rmdir(dirs[i])
 	}
 }
 

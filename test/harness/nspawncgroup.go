@@ -116,12 +116,7 @@ func (c *nspawnCgroup) wrap(cmd *exec.Cmd) {
 func (c *nspawnCgroup) tree() []string {
 	var dirs []string
 	for _, d := range c.dirs {
-		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
-			if err == nil && e.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
+		dirs = append(dirs, cgroupTree(d)...)
 	}
 	return dirs
 }
@@ -162,8 +157,5 @@ func (c *nspawnCgroup) removeIfEmpty() {
 	if len(c.pids()) > 0 {
 		return
 	}
-	dirs := c.tree()
-	for i := len(dirs) - 1; i >= 0; i-- {
-		_ = syscall.Rmdir(dirs[i])
-	}
+	rmdirTree(c.tree())
 }
